@@ -1,0 +1,95 @@
+// Shared device code: value and index traits, the complex type, read-only loads, warp shuffles,
+// sub-warp and block reductions, atomics. No standard headers, so the same source compiles
+// under NVRTC (through sparsegpu._kernels) and under nvcc (CI).
+#pragma once
+
+namespace sg {
+
+// ---------------------------------------------------------------- complex with numpy's layout
+template <class T>
+struct __align__(2 * sizeof(T)) complex {
+    T re, im;
+    __host__ __device__ complex(T r = T(0), T i = T(0)) : re(r), im(i) {}
+    __device__ complex& operator+=(const complex& o) { re += o.re; im += o.im; return *this; }
+};
+template <class T> __device__ __forceinline__ complex<T> operator+(complex<T> a, complex<T> b) {
+    return complex<T>(a.re + b.re, a.im + b.im);
+}
+template <class T> __device__ __forceinline__ complex<T> operator*(complex<T> a, complex<T> b) {
+    return complex<T>(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
+}
+template <class T> __device__ __forceinline__ bool operator==(complex<T> a, complex<T> b) {
+    return a.re == b.re && a.im == b.im;
+}
+
+template <class V> __device__ __forceinline__ bool is_zero(V v) { return v == V(0); }
+
+// ---------------------------------------------------------------- read-only (non-coherent) loads
+template <class V> __device__ __forceinline__ V ldg(const V* p) { return __ldg(p); }
+template <> __device__ __forceinline__ complex<float> ldg(const complex<float>* p) {
+    const float2 v = __ldg(reinterpret_cast<const float2*>(p));
+    return complex<float>(v.x, v.y);
+}
+template <> __device__ __forceinline__ complex<double> ldg(const complex<double>* p) {
+    const double2 v = __ldg(reinterpret_cast<const double2*>(p));
+    return complex<double>(v.x, v.y);
+}
+
+// ---------------------------------------------------------------- shuffles over any value type
+constexpr unsigned FULL_MASK = 0xffffffffu;
+
+template <class V> __device__ __forceinline__ V shfl_down(V v, int delta, int width = 32) {
+    return __shfl_down_sync(FULL_MASK, v, delta, width);
+}
+template <class T> __device__ __forceinline__ complex<T> shfl_down(complex<T> v, int delta, int width = 32) {
+    return complex<T>(__shfl_down_sync(FULL_MASK, v.re, delta, width),
+                      __shfl_down_sync(FULL_MASK, v.im, delta, width));
+}
+template <class V> __device__ __forceinline__ V shfl_up(V v, int delta) {
+    return __shfl_up_sync(FULL_MASK, v, delta);
+}
+template <class T> __device__ __forceinline__ complex<T> shfl_up(complex<T> v, int delta) {
+    return complex<T>(__shfl_up_sync(FULL_MASK, v.re, delta), __shfl_up_sync(FULL_MASK, v.im, delta));
+}
+template <class V> __device__ __forceinline__ V shfl(V v, int lane) {
+    return __shfl_sync(FULL_MASK, v, lane);
+}
+template <class T> __device__ __forceinline__ complex<T> shfl(complex<T> v, int lane) {
+    return complex<T>(__shfl_sync(FULL_MASK, v.re, lane), __shfl_sync(FULL_MASK, v.im, lane));
+}
+
+// ---------------------------------------------------------------- reductions (fixed order)
+// Sum over aligned groups of W lanes; lane 0 of each group gets the total. Every lane of the
+// warp must call it (full-mask shuffles).
+template <int W, class V> __device__ __forceinline__ V subwarp_sum(V v) {
+#pragma unroll
+    for (int offset = W / 2; offset > 0; offset /= 2) v = v + shfl_down(v, offset, W);
+    return v;
+}
+
+// Block-wide sum; thread 0 gets the total. `scratch` holds BLOCK / 32 values.
+template <int BLOCK, class V> __device__ __forceinline__ V block_sum(V v, V* scratch) {
+    v = subwarp_sum<32>(v);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    v = (threadIdx.x < BLOCK / 32) ? scratch[threadIdx.x] : V(0);
+    if (warp == 0) v = subwarp_sum<32>(v);
+    return v;
+}
+
+// y = alpha * s + beta * y, never reading y when beta is zero (it may hold garbage or NaN).
+template <class V> __device__ __forceinline__ V axpby(V alpha, V s, V beta, const V* y) {
+    return is_zero(beta) ? alpha * s : alpha * s + beta * *y;
+}
+
+// ---------------------------------------------------------------- atomics (non-deterministic paths)
+__device__ __forceinline__ void atomic_add(float* p, float v) { atomicAdd(p, v); }
+__device__ __forceinline__ void atomic_add(double* p, double v) { atomicAdd(p, v); }
+template <class T> __device__ __forceinline__ void atomic_add(complex<T>* p, complex<T> v) {
+    T* parts = reinterpret_cast<T*>(p);
+    atomicAdd(parts, v.re);
+    atomicAdd(parts + 1, v.im);
+}
+
+}  // namespace sg

@@ -1,0 +1,74 @@
+// CSR SpMV, y = alpha * A x + beta * y, adaptive to row lengths.
+//
+// Rows of at most `long_row` nonzeros: a sub-warp of TPR threads per row (TPR chosen on the
+// host from the row-length distribution), summed by shuffles.
+// Longer rows: split into chunks of LONG_BLOCK * LONG_ITEMS nonzeros, one block per chunk,
+// each writing a partial sum; csr_spmv_long_finish then adds a row's partials in chunk order.
+// Every sum has a fixed order, so results are bitwise reproducible run to run.
+//
+// The same kernels compute the transposed product of a CSC matrix (its arrays are A^T's CSR).
+#include "common.cuh"
+
+constexpr int ROWS_BLOCK = 256;
+constexpr int LONG_BLOCK = 256;
+constexpr int LONG_ITEMS = 8;
+constexpr int LONG_CHUNK = LONG_BLOCK * LONG_ITEMS;
+
+template <class V, class I, int TPR>
+__global__ void __launch_bounds__(ROWS_BLOCK)
+csr_spmv_rows(const I* __restrict__ indptr, const I* __restrict__ indices, const V* __restrict__ data,
+              const V* __restrict__ x, V* __restrict__ y, const V alpha, const V beta,
+              const I n_rows, const I long_row) {
+    const long long thread = (long long)blockIdx.x * ROWS_BLOCK + threadIdx.x;
+    const I row = (I)(thread / TPR);
+    const int lane = threadIdx.x % TPR;
+    // Lanes past the last row, and rows left to the long-row kernels, still join the shuffles.
+    I begin = 0, end = 0;
+    bool owns_row = false;
+    if (row < n_rows) {
+        begin = sg::ldg(indptr + row);
+        end = sg::ldg(indptr + row + 1);
+        owns_row = end - begin <= long_row;
+        if (!owns_row) end = begin;
+    }
+    V sum = V(0);
+    for (I j = begin + lane; j < end; j += TPR) sum = sum + sg::ldg(data + j) * sg::ldg(x + sg::ldg(indices + j));
+    sum = sg::subwarp_sum<TPR>(sum);
+    if (lane == 0 && owns_row) y[row] = sg::axpby(alpha, sum, beta, y + row);
+}
+
+// One block per chunk of a long row: partials[chunk] = sum of the chunk's products.
+template <class V, class I>
+__global__ void __launch_bounds__(LONG_BLOCK)
+csr_spmv_long_chunks(const I* __restrict__ indptr, const I* __restrict__ indices, const V* __restrict__ data,
+                     const V* __restrict__ x, const I* __restrict__ long_rows, const I* __restrict__ chunk_first,
+                     const I* __restrict__ chunk_slot, V* __restrict__ partials) {
+    __shared__ V scratch[LONG_BLOCK / 32];
+    const I chunk = blockIdx.x;
+    const I slot = chunk_slot[chunk];
+    const I row = long_rows[slot];
+    const I row_end = indptr[row + 1];
+    const I begin = indptr[row] + (chunk - chunk_first[slot]) * (I)LONG_CHUNK;
+    const I end = begin + LONG_CHUNK < row_end ? begin + (I)LONG_CHUNK : row_end;
+    V sum = V(0);
+    for (I j = begin + threadIdx.x; j < end; j += LONG_BLOCK) sum = sum + sg::ldg(data + j) * sg::ldg(x + sg::ldg(indices + j));
+    sum = sg::block_sum<LONG_BLOCK>(sum, scratch);
+    if (threadIdx.x == 0) partials[chunk] = sum;
+}
+
+// One warp per long row: y[row] = alpha * (sum of its partials, in chunk order) + beta * y[row].
+template <class V, class I>
+__global__ void csr_spmv_long_finish(const I* __restrict__ long_rows, const I* __restrict__ chunk_first,
+                                     const V* __restrict__ partials, V* __restrict__ y,
+                                     const V alpha, const V beta, const I n_long) {
+    const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    if (warp >= n_long) return;  // warp-uniform exit
+    V sum = V(0);
+    for (I c = chunk_first[warp] + lane; c < chunk_first[warp + 1]; c += 32) sum = sum + partials[c];
+    sum = sg::subwarp_sum<32>(sum);
+    if (lane == 0) {
+        const I row = long_rows[warp];
+        y[row] = sg::axpby(alpha, sum, beta, y + row);
+    }
+}

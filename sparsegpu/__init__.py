@@ -1,0 +1,54 @@
+"""sparsegpu: sparse linear algebra on NVIDIA GPUs, with a CPU backend that runs anywhere.
+
+>>> import numpy as np, scipy.sparse as sp, sparsegpu
+>>> S = sp.random(100, 100, density=0.05, random_state=0)
+>>> A = sparsegpu.from_scipy(S, format="csr")
+>>> bool(np.allclose(A @ np.ones(100), S @ np.ones(100)))
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparsegpu._backend import (
+    BackendError,
+    backend,
+    get_options,
+    gpu_available,
+    options,
+    set_options,
+)
+from sparsegpu._kernels import KernelCompileError
+from sparsegpu.formats import COO, CSC, CSR, SparseMatrix, TransposedOperator
+
+__version__ = "0.1.0"
+
+
+def from_scipy(S: Any, format: str = "csr", **kwargs: Any) -> SparseMatrix:
+    """Build a sparsegpu matrix of ``format`` from any scipy sparse matrix or array.
+
+    ``kwargs`` go to the format's ``from_scipy`` (``dtype``, ``index_dtype``, ``backend``, and
+    format parameters).
+    """
+    key = format.lower()
+    if key not in SparseMatrix.formats:
+        raise ValueError(f"unknown format {format!r}; known: {', '.join(sorted(SparseMatrix.formats))}")
+    return SparseMatrix.formats[key].from_scipy(S, **kwargs)
+
+
+__all__ = [
+    "COO",
+    "CSC",
+    "CSR",
+    "BackendError",
+    "KernelCompileError",
+    "SparseMatrix",
+    "TransposedOperator",
+    "backend",
+    "from_scipy",
+    "get_options",
+    "gpu_available",
+    "options",
+    "set_options",
+]

@@ -1,0 +1,262 @@
+"""What CSR and CSC share: (data, indices, indptr) along a major axis.
+
+A product along the major axis (CSR's ``A @ x``, CSC's ``A.T @ x``) gathers each row's
+products: kernels/spmv_csr.cu, deterministic. A product across it (CSR's ``A.T @ x``, CSC's
+``A @ x``) either gathers over a transposed copy built once on first use and cached (the
+default: deterministic) or, with ``sparsegpu.options(deterministic=False)``, scatters with
+atomic adds (kernels/spmv_csc.cu: no extra memory, rounding varies run to run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsegpu import _validate, convert, reference
+from sparsegpu._backend import Backend, backend_of, deterministic, resolve_backend
+from sparsegpu._kernels import KernelFile, blocks_for
+from sparsegpu.formats._base import SparseMatrix, to_backend, to_host
+
+THREADS_PER_ROW = (1, 2, 4, 8, 16, 32)
+ROWS_BLOCK = 256  # kernels/spmv_csr.cu ROWS_BLOCK
+LONG_BLOCK = 256  # kernels/spmv_csr.cu LONG_BLOCK
+LONG_CHUNK = 256 * 8  # kernels/spmv_csr.cu LONG_CHUNK
+SCATTER_BLOCK = 256  # kernels/spmv_csc.cu SCATTER_BLOCK
+
+GATHER_KERNELS = KernelFile(
+    "spmv_csr.cu",
+    [f"csr_spmv_rows<{{V}}, {{I}}, {t}>" for t in THREADS_PER_ROW]
+    + ["csr_spmv_long_chunks<{V}, {I}>", "csr_spmv_long_finish<{V}, {I}>"],
+)
+SCATTER_KERNELS = KernelFile("spmv_csc.cu", [f"csc_spmv_scatter<{{V}}, {{I}}, {t}>" for t in THREADS_PER_ROW])
+
+
+def threads_per_row(mean_length: float) -> int:
+    """Threads given to each row (a power of two, 1 to 32) for rows of ``mean_length`` entries
+    on average: the smallest power of two at least a quarter of the mean, so each thread
+    handles about four entries and a sub-warp's loads stay contiguous."""
+    target = max(mean_length / 4.0, 1.0)
+    return next((t for t in THREADS_PER_ROW if t >= target), THREADS_PER_ROW[-1])
+
+
+def long_row_limit(tpr: int) -> int:
+    """Rows longer than this leave the sub-warp kernel for the block-per-chunk kernels, so one
+    sub-warp never loops more than 64 times over a row."""
+    return 64 * tpr
+
+
+@dataclass
+class GatherPlan:
+    """How the gather kernels cover one compressed layout; built once per matrix on the device."""
+
+    tpr: int
+    long_row: int
+    rows_grid: int
+    rows_kernel: Any
+    n_major: Any  # index-typed scalar for the kernel
+    long_row_scalar: Any
+    n_long: int = 0
+    n_chunks: int = 0
+    long_rows: Any = None
+    chunk_first: Any = None
+    chunk_slot: Any = None
+    chunks_kernel: Any = None
+    finish_kernel: Any = None
+
+
+def make_gather_plan(indptr: Any, dtype: np.dtype, tpr: int | None = None) -> GatherPlan:
+    import cupy
+
+    index_type = indptr.dtype.type
+    n_major = indptr.size - 1
+    nnz = int(indptr[-1]) if n_major else 0
+    if tpr is None:
+        tpr = threads_per_row(nnz / n_major if n_major else 0.0)
+    elif tpr not in THREADS_PER_ROW:
+        raise ValueError(f"threads_per_row must be one of {THREADS_PER_ROW}, got {tpr}")
+    limit = long_row_limit(tpr)
+    plan = GatherPlan(
+        tpr=tpr,
+        long_row=limit,
+        rows_grid=blocks_for(n_major * tpr, ROWS_BLOCK),
+        rows_kernel=GATHER_KERNELS.function(f"csr_spmv_rows<{{V}}, {{I}}, {tpr}>", dtype, indptr.dtype),
+        n_major=index_type(n_major),
+        long_row_scalar=index_type(limit),
+    )
+    if n_major == 0:
+        return plan
+    lengths = cupy.diff(indptr)
+    long_rows = cupy.flatnonzero(lengths > limit).astype(indptr.dtype)
+    if long_rows.size == 0:
+        return plan
+    chunks_per_row = (lengths[long_rows] + (LONG_CHUNK - 1)) // LONG_CHUNK
+    chunk_first = cupy.zeros(long_rows.size + 1, dtype=indptr.dtype)
+    cupy.cumsum(chunks_per_row, out=chunk_first[1:])
+    n_chunks = int(chunk_first[-1])
+    plan.n_long, plan.n_chunks = int(long_rows.size), n_chunks
+    plan.long_rows, plan.chunk_first = long_rows, chunk_first
+    plan.chunk_slot = convert.expand_pointers(chunk_first, cupy)
+    plan.chunks_kernel = GATHER_KERNELS.function("csr_spmv_long_chunks<{V}, {I}>", dtype, indptr.dtype)
+    plan.finish_kernel = GATHER_KERNELS.function("csr_spmv_long_finish<{V}, {I}>", dtype, indptr.dtype)
+    return plan
+
+
+def gather_spmv(plan: GatherPlan, indptr: Any, indices: Any, data: Any, x: Any, y: Any, alpha: Any, beta: Any) -> Any:
+    """y = alpha * A x + beta * y over compressed arrays along their major axis (GPU)."""
+    plan.rows_kernel(
+        (plan.rows_grid,), (ROWS_BLOCK,),
+        (indptr, indices, data, x, y, alpha, beta, plan.n_major, plan.long_row_scalar),
+    )
+    if plan.n_long:
+        import cupy
+
+        partials = cupy.empty(plan.n_chunks, y.dtype)
+        plan.chunks_kernel(
+            (plan.n_chunks,), (LONG_BLOCK,),
+            (indptr, indices, data, x, plan.long_rows, plan.chunk_first, plan.chunk_slot, partials),
+        )
+        plan.finish_kernel(
+            (blocks_for(plan.n_long * 32, 256),), (256,),
+            (plan.long_rows, plan.chunk_first, partials, y, alpha, beta, indptr.dtype.type(plan.n_long)),
+        )
+    return y
+
+
+def scale_in_place(y: Any, beta: Any) -> None:
+    """y = beta * y, with beta == 0 giving zeros even where y held NaN or garbage."""
+    if beta == 0:
+        y.fill(0)
+    else:
+        y *= beta
+
+
+class CompressedMatrix(SparseMatrix):
+    """Shared implementation of CSR (major axis 0: rows) and CSC (major axis 1: columns)."""
+
+    _major_axis: ClassVar[int]
+    _scipy_class: ClassVar[Any]
+
+    def __init__(
+        self,
+        arg1: tuple[Any, Any, Any],
+        shape: Any,
+        *,
+        dtype: Any = None,
+        index_dtype: Any = None,
+        backend: str | None = None,
+        check: bool = True,
+    ) -> None:
+        """Build from ``(data, indices, indptr)`` arrays and a shape, as scipy does.
+
+        CuPy arrays stay on the GPU; NumPy arrays go to ``backend`` (default: the active one).
+        ``check`` validates lengths, pointer monotonicity and index ranges (costs one pass).
+        Indices need not be sorted within a row or column; duplicates are summed by products.
+        """
+        try:
+            data, indices, indptr = arg1
+        except (TypeError, ValueError):
+            raise TypeError(f"{type(self).__name__} expects (data, indices, indptr), got {type(arg1).__name__}") from None
+        m, n = _validate.shape2d(shape)
+        first = next((a for a in (data, indices, indptr) if hasattr(a, "dtype")), None)
+        target: Backend = "gpu" if first is not None and backend_of(first) == "gpu" else resolve_backend(backend)
+        data, indices, indptr = (to_backend(a, target) for a in (data, indices, indptr))
+        n_major, n_minor = (m, n) if self._major_axis == 0 else (n, m)
+        major, minor = ("rows", "columns") if self._major_axis == 0 else ("columns", "rows")
+        if check:
+            _validate.check_compressed(indptr, indices, data, n_major, n_minor, major, minor)
+        value_dt = _validate.value_dtype(data.dtype if dtype is None else dtype)
+        index_dt = _validate.index_dtype((m, n), indices.size, index_dtype)
+        self._set(data.astype(value_dt, copy=False), indices.astype(index_dt, copy=False),
+                  indptr.astype(index_dt, copy=False), (m, n), target)
+
+    def _set(self, data: Any, indices: Any, indptr: Any, shape: tuple[int, int], backend: Backend) -> None:
+        self._init_base(shape, data.dtype, indices.dtype, backend)
+        self.data, self.indices, self.indptr = data, indices, indptr
+
+    @classmethod
+    def _make(cls, data: Any, indices: Any, indptr: Any, shape: tuple[int, int], backend: Backend) -> Any:
+        """Wrap arrays already known to be valid (no checks, no copies)."""
+        obj = cls.__new__(cls)
+        obj._set(data, indices, indptr, shape, backend)
+        return obj
+
+    @classmethod
+    def _from_canonical_scipy(cls, S: Any, backend: Backend) -> Any:
+        return cls._make(*(to_backend(a, backend) for a in (S.data, S.indices, S.indptr)), S.shape, backend)
+
+    @classmethod
+    def from_scipy(cls, S: Any, *, dtype: Any = None, index_dtype: Any = None, backend: str | None = None, **params: Any) -> Any:
+        from sparsegpu.formats._base import canonical_scipy
+
+        if params:
+            raise TypeError(f"{cls.__name__}.from_scipy takes no format parameters, got {sorted(params)}")
+        layout = "csr" if cls._major_axis == 0 else "csc"
+        return cls._from_canonical_scipy(canonical_scipy(S, layout, dtype, index_dtype), resolve_backend(backend))
+
+    @property
+    def nnz(self) -> int:
+        return int(self.indices.size)
+
+    def _arrays(self) -> dict[str, Any]:
+        return {"data": self.data, "indices": self.indices, "indptr": self.indptr}
+
+    def _map_values(self, fn: Any) -> Any:
+        return self._make(fn(self.data), self.indices, self.indptr, self._shape, self._backend)
+
+    def to_scipy(self) -> sp.sparray:
+        return self._scipy_class((to_host(self.data), to_host(self.indices), to_host(self.indptr)), shape=self._shape)
+
+    def _swapped_arrays(self) -> tuple[Any, Any, Any]:
+        """The other orientation's (data, indices, indptr), built on first use and cached."""
+        if "swapped" not in self._cache:
+            n_minor = self._shape[1 - self._major_axis]
+            indptr, indices, data = convert.swap_major(self.indptr, self.indices, self.data, n_minor, self._xp)
+            self._cache["swapped"] = (data, indices, indptr)
+        return self._cache["swapped"]
+
+    def _plan(self, key: str, indptr: Any) -> GatherPlan:
+        if key not in self._cache:
+            self._cache[key] = make_gather_plan(indptr, self._dtype, self._cache.get("threads_per_row"))
+        return self._cache[key]
+
+    @property
+    def threads_per_row(self) -> int | None:
+        """Threads per major-axis line in the gather kernel: None (chosen from the mean length)
+        or a fixed power of two from 1 to 32. Setting it drops the cached launch plans."""
+        return self._cache.get("threads_per_row")
+
+    @threads_per_row.setter
+    def threads_per_row(self, value: int | None) -> None:
+        if value is not None and value not in THREADS_PER_ROW:
+            raise ValueError(f"threads_per_row must be None or one of {THREADS_PER_ROW}, got {value}")
+        self._cache = {k: v for k, v in self._cache.items() if k == "swapped"}
+        if value is not None:
+            self._cache["threads_per_row"] = value
+
+    def _spmv(self, x: Any, y: Any, alpha: Any, beta: Any, transpose: bool) -> Any:
+        along_major = transpose == (self._major_axis == 1)
+        if self._backend == "cpu":
+            twin = reference.csr_spmv if along_major else reference.csc_spmv
+            return twin(self.indptr, self.indices, self.data, x, y, alpha, beta)
+        if along_major:
+            return gather_spmv(self._plan("plan", self.indptr), self.indptr, self.indices, self.data, x, y, alpha, beta)
+        if deterministic():
+            data, indices, indptr = self._swapped_arrays()
+            return gather_spmv(self._plan("swapped_plan", indptr), indptr, indices, data, x, y, alpha, beta)
+        return self._scatter(x, y, alpha, beta)
+
+    def _scatter(self, x: Any, y: Any, alpha: Any, beta: Any) -> Any:
+        scale_in_place(y, beta)
+        n_major = self.indptr.size - 1
+        if n_major == 0 or self.nnz == 0:
+            return y
+        tpc = self._cache.get("threads_per_row") or threads_per_row(self.nnz / n_major)
+        kernel = SCATTER_KERNELS.function(f"csc_spmv_scatter<{{V}}, {{I}}, {tpc}>", self._dtype, self._index_dtype)
+        kernel(
+            (blocks_for(n_major * tpc, SCATTER_BLOCK),), (SCATTER_BLOCK,),
+            (self.indptr, self.indices, self.data, x, y, alpha, self._index_dtype.type(n_major)),
+        )
+        return y

@@ -1,0 +1,183 @@
+"""COO: coordinate lists sorted by row. ``A @ x`` runs kernels/spmv_coo.cu (twin:
+reference.coo_spmv)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsegpu import _validate, convert, reference
+from sparsegpu._backend import Backend, backend_of, deterministic, resolve_backend
+from sparsegpu._kernels import KernelFile, blocks_for
+from sparsegpu.formats._base import SparseMatrix, to_backend, to_host
+from sparsegpu.formats._compressed import scale_in_place
+
+TILE = 512  # kernels/spmv_coo.cu TILE
+TILE_BLOCK = 256  # kernels/spmv_coo.cu TILE_BLOCK
+ATOMIC_BLOCK = 256
+
+COO_KERNELS = KernelFile(
+    "spmv_coo.cu",
+    ["coo_reduce_tiles<{V}, {I}, true>", "coo_reduce_tiles<{V}, {I}, false>", "coo_spmv_atomic<{V}, {I}>"],
+)
+
+
+def reduce_sorted_by_key(keys: Any, cols: Any, vals: Any, x: Any, y: Any, alpha: Any) -> Any:
+    """``y[k] += alpha * sum(vals[j] * x[cols[j]] for keys[j] == k)`` on the GPU, for sorted
+    keys; with ``x`` None, the products are just ``vals[j]``. Bitwise reproducible: a tree of
+    launches of ``coo_reduce_tiles``, each reducing the previous one's carries."""
+    import cupy
+
+    gather = x is not None
+    n = keys.size
+    while n:
+        n_tiles = -(-n // TILE)
+        last = n_tiles == 1
+        carry_keys = keys if last else cupy.empty(2 * n_tiles, keys.dtype)
+        carry_vals = vals if last else cupy.empty(2 * n_tiles, vals.dtype)
+        kernel = COO_KERNELS.function(f"coo_reduce_tiles<{{V}}, {{I}}, {'true' if gather else 'false'}>", vals.dtype, keys.dtype)
+        kernel(
+            (blocks_for(n_tiles * 32, TILE_BLOCK),), (TILE_BLOCK,),
+            (keys, cols if gather else keys, vals, x if gather else vals, np.int64(n), y, alpha,
+             carry_keys, carry_vals, np.int64(n_tiles)),
+        )
+        if last:
+            break
+        keys, vals, gather, n = carry_keys, carry_vals, False, 2 * n_tiles
+    return y
+
+
+def canonical_coo(rows: Any, cols: Any, data: Any, shape: tuple[int, int], xp: Any) -> tuple[Any, Any, Any]:
+    """Entries sorted by (row, column), duplicates summed (deterministically), explicit zeros
+    kept; on whichever backend holds the arrays."""
+    if rows.size == 0:
+        return rows, cols, data
+    width = max(shape[1], 1)
+    key = rows.astype(np.int64) * width + cols.astype(np.int64)
+    order = xp.argsort(key)
+    key, data = key[order], data[order]
+    starts = xp.ones(key.size, dtype=bool)
+    starts[1:] = key[1:] != key[:-1]
+    first = xp.flatnonzero(starts)
+    if first.size == key.size:
+        return rows[order], cols[order], data
+    if xp is np:
+        summed = np.add.reduceat(data, first)
+    else:
+        group = (xp.cumsum(starts) - 1).astype(rows.dtype)
+        summed = xp.zeros(first.size, dtype=data.dtype)
+        reduce_sorted_by_key(group, None, data, None, summed, data.dtype.type(1))
+    key = key[first]
+    return (key // width).astype(rows.dtype), (key % width).astype(cols.dtype), summed
+
+
+class COO(SparseMatrix):
+    """Coordinate matrix: ``row``, ``col`` and ``data``, kept sorted by row.
+
+    ``A @ x`` is a segmented reduction over rows (one warp per tile of 512 entries, carries
+    reduced by further launches of the same kernel): bitwise reproducible. With
+    ``sparsegpu.options(deterministic=False)`` it uses one atomic add per entry instead (not
+    reproducible). ``A.T @ x`` reduces over a column-sorted copy built on first use (or atomics).
+
+    >>> import numpy as np, scipy.sparse as sp, sparsegpu
+    >>> S = sp.random(30, 20, density=0.2, random_state=3, format="coo")
+    >>> A = sparsegpu.COO.from_scipy(S)
+    >>> bool(np.allclose(A @ np.ones(20), S @ np.ones(20)))
+    True
+    """
+
+    format = "coo"
+
+    def __init__(
+        self,
+        arg1: tuple[Any, tuple[Any, Any]],
+        shape: Any,
+        *,
+        dtype: Any = None,
+        index_dtype: Any = None,
+        backend: str | None = None,
+        check: bool = True,
+    ) -> None:
+        """Build from ``(data, (row, col))`` and a shape, as scipy does. Entries are sorted by
+        (row, column) and duplicates summed on the arrays' backend."""
+        try:
+            data, (row, col) = arg1
+        except (TypeError, ValueError):
+            raise TypeError(f"COO expects (data, (row, col)), got {type(arg1).__name__}") from None
+        m, n = _validate.shape2d(shape)
+        target: Backend = "gpu" if hasattr(data, "dtype") and backend_of(data) == "gpu" else resolve_backend(backend)
+        data, row, col = (to_backend(a, target) for a in (data, row, col))
+        if check:
+            _validate.check_index_array("row", row)
+            _validate.check_index_array("col", col, row.size)
+            if data.ndim != 1 or data.size != row.size:
+                raise ValueError(f"data has shape {tuple(data.shape)}; expected ({row.size},) like row and col")
+            _validate.check_indices_in_range("row", row, m, "rows")
+            _validate.check_indices_in_range("col", col, n, "columns")
+        value_dt = _validate.value_dtype(data.dtype if dtype is None else dtype)
+        index_dt = _validate.index_dtype((m, n), row.size, index_dtype)
+        xp = np if target == "cpu" else __import__("cupy")
+        row, col, data = canonical_coo(row.astype(index_dt), col.astype(index_dt), data.astype(value_dt), (m, n), xp)
+        self._set(row, col, data, (m, n), target)
+
+    def _set(self, row: Any, col: Any, data: Any, shape: tuple[int, int], backend: Backend) -> None:
+        self._init_base(shape, data.dtype, row.dtype, backend)
+        self.row, self.col, self.data = row, col, data
+
+    @classmethod
+    def _make(cls, row: Any, col: Any, data: Any, shape: tuple[int, int], backend: Backend) -> COO:
+        obj = cls.__new__(cls)
+        obj._set(row, col, data, shape, backend)
+        return obj
+
+    @classmethod
+    def _from_csr(cls, csr: Any, **params: Any) -> COO:
+        if params:
+            raise TypeError(f"COO takes no format parameters, got {sorted(params)}")
+        rows = convert.expand_pointers(csr.indptr, csr._xp)
+        return cls._make(rows, csr.indices, csr.data, csr.shape, csr.backend)
+
+    def to_csr(self) -> Any:
+        from sparsegpu.formats.csr import CSR
+
+        indptr = convert.compress(self.row, self._shape[0], self._index_dtype, self._xp)
+        return CSR._make(self.data, self.col, indptr, self._shape, self._backend)
+
+    def to_scipy(self) -> sp.sparray:
+        return sp.coo_array((to_host(self.data), (to_host(self.row), to_host(self.col))), shape=self._shape)
+
+    @property
+    def nnz(self) -> int:
+        return int(self.data.size)
+
+    def _arrays(self) -> dict[str, Any]:
+        return {"row": self.row, "col": self.col, "data": self.data}
+
+    def _map_values(self, fn: Any) -> COO:
+        return self._make(self.row, self.col, fn(self.data), self._shape, self._backend)
+
+    def _by_column(self) -> tuple[Any, Any, Any]:
+        """(col, row, data) sorted by column: A^T in this format, built once and cached."""
+        if "by_column" not in self._cache:
+            indptr, rows, data = convert.swap_major(
+                convert.compress(self.row, self._shape[0], self._index_dtype, self._xp),
+                self.col, self.data, self._shape[1], self._xp,
+            )
+            self._cache["by_column"] = (convert.expand_pointers(indptr, self._xp), rows, data)
+        return self._cache["by_column"]
+
+    def _spmv(self, x: Any, y: Any, alpha: Any, beta: Any, transpose: bool) -> Any:
+        keys, others = (self.col, self.row) if transpose else (self.row, self.col)
+        if self._backend == "cpu":
+            return reference.coo_spmv(keys, others, self.data, x, y, alpha, beta)
+        scale_in_place(y, beta)
+        if self.nnz == 0:
+            return y
+        if deterministic():
+            keys, others, data = self._by_column() if transpose else (self.row, self.col, self.data)
+            return reduce_sorted_by_key(keys, others, data, x, y, alpha)
+        kernel = COO_KERNELS.function("coo_spmv_atomic<{V}, {I}>", self._dtype, self._index_dtype)
+        kernel((blocks_for(self.nnz, ATOMIC_BLOCK),), (ATOMIC_BLOCK,), (keys, others, self.data, x, np.int64(self.nnz), y, alpha))
+        return y

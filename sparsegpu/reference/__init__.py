@@ -1,0 +1,15 @@
+"""CPU twins of the CUDA kernels: NumPy over the same array layouts, same arguments.
+
+The CPU backend runs these; GPU tests compare every kernel with its twin. They are written for
+clarity and vectorised speed, not to mimic the kernels' summation order, so GPU and CPU agree
+to rounding, not bitwise.
+"""
+
+from sparsegpu.reference.spmv import (
+    coo_spmv,
+    csc_spmv,
+    csr_spmv,
+    segment_sum,
+)
+
+__all__ = ["coo_spmv", "csc_spmv", "csr_spmv", "segment_sum"]

@@ -1,0 +1,50 @@
+"""Reference SpMV for the COO, CSR and CSC layouts: y = alpha * A x + beta * y, written into y.
+
+Each takes the format's arrays exactly as the kernel does. When ``beta`` is zero, ``y`` is not
+read (it may hold garbage), as in the kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def segment_sum(keys: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """``out[k] = sum(values[keys == k])`` for k in range(n), in ``values``' dtype.
+
+    Sums accumulate in float64 (complex128 for complex values) and are rounded once at the end.
+    """
+    if np.iscomplexobj(values):
+        real = np.bincount(keys, weights=values.real, minlength=n)
+        imag = np.bincount(keys, weights=values.imag, minlength=n)
+        return (real + 1j * imag).astype(values.dtype, copy=False)
+    return np.bincount(keys, weights=values, minlength=n).astype(values.dtype, copy=False)
+
+
+def _expand(indptr: np.ndarray) -> np.ndarray:
+    """The major index of every stored entry of a compressed layout."""
+    return np.repeat(np.arange(indptr.size - 1, dtype=indptr.dtype), np.diff(indptr))
+
+
+def _combine(y: np.ndarray, sums: np.ndarray, alpha, beta) -> np.ndarray:
+    dtype = y.dtype.type
+    if beta == 0:
+        y[...] = dtype(alpha) * sums
+    else:
+        y[...] = dtype(alpha) * sums + dtype(beta) * y
+    return y
+
+
+def coo_spmv(rows, cols, data, x, y, alpha=1, beta=0):
+    """COO twin of kernels/spmv_coo.cu (``coo_reduce_tiles``, ``coo_spmv_atomic``)."""
+    return _combine(y, segment_sum(rows, data * x[cols], y.size), alpha, beta)
+
+
+def csr_spmv(indptr, indices, data, x, y, alpha=1, beta=0):
+    """CSR twin of kernels/spmv_csr.cu: rows gather ``data * x[indices]``."""
+    return _combine(y, segment_sum(_expand(indptr), data * x[indices], y.size), alpha, beta)
+
+
+def csc_spmv(indptr, indices, data, x, y, alpha=1, beta=0):
+    """CSC twin of kernels/spmv_csc.cu: column j scatters ``data * x[j]`` to rows ``indices``."""
+    return _combine(y, segment_sum(indices, data * x[_expand(indptr)], y.size), alpha, beta)
