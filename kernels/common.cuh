@@ -92,4 +92,65 @@ template <class T> __device__ __forceinline__ void atomic_add(complex<T>* p, com
     atomicAdd(parts + 1, v.im);
 }
 
+// ---------------------------------------------------------------- binary operators as objects
+// One kernel family takes the operator as a template parameter (python-graphblas style).
+// Each has identity() and operator(); min/max propagate NaN as NumPy does.
+template <class V> struct limits;
+template <> struct limits<int> {
+    static __device__ __forceinline__ int lowest() { return -2147483647 - 1; }
+    static __device__ __forceinline__ int highest() { return 2147483647; }
+};
+template <> struct limits<long long> {
+    static __device__ __forceinline__ long long lowest() { return -9223372036854775807LL - 1; }
+    static __device__ __forceinline__ long long highest() { return 9223372036854775807LL; }
+};
+template <> struct limits<float> {
+    static __device__ __forceinline__ float lowest() { return -__int_as_float(0x7f800000); }
+    static __device__ __forceinline__ float highest() { return __int_as_float(0x7f800000); }
+};
+template <> struct limits<double> {
+    static __device__ __forceinline__ double lowest() { return -__longlong_as_double(0x7ff0000000000000LL); }
+    static __device__ __forceinline__ double highest() { return __longlong_as_double(0x7ff0000000000000LL); }
+};
+template <class V> struct Sum {
+    static __device__ __forceinline__ V identity() { return V(0); }
+    __device__ __forceinline__ V operator()(V a, V b) const { return a + b; }
+};
+template <class V> struct Min {
+    static __device__ __forceinline__ V identity() { return limits<V>::highest(); }
+    __device__ __forceinline__ V operator()(V a, V b) const { return (a != a || a < b) ? a : b; }
+};
+template <class V> struct Max {
+    static __device__ __forceinline__ V identity() { return limits<V>::lowest(); }
+    __device__ __forceinline__ V operator()(V a, V b) const { return (a != a || a > b) ? a : b; }
+};
+
+// Fold over aligned groups of W lanes in lane order (lane 0 gets op(v_0, ..., v_{W-1})), so
+// non-commutative operators work; every lane of the warp must call it.
+template <int W, class Op, class V> __device__ __forceinline__ V subwarp_reduce(V v, Op op) {
+#pragma unroll
+    for (int offset = W / 2; offset > 0; offset /= 2) v = op(v, shfl_down(v, offset, W));
+    return v;
+}
+
+// Block fold in thread order; thread 0 gets the result. `scratch` holds BLOCK / 32 values and
+// may be reused only after a __syncthreads().
+template <int BLOCK, class Op, class V> __device__ __forceinline__ V block_reduce(V v, Op op, V* scratch) {
+    v = subwarp_reduce<32>(v, op);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < BLOCK / 32 ? scratch[lane] : Op::identity();
+        v = subwarp_reduce<32>(v, op);
+    }
+    return v;
+}
+
+// 16 bytes of V, for vector loads and stores.
+template <class V> struct __align__(16) vec16 {
+    static constexpr int N = 16 / sizeof(V);
+    V v[N];
+};
+
 }  // namespace sg

@@ -41,6 +41,13 @@ coo_reduce_tiles(const I* __restrict__ keys, const I* __restrict__ cols, const V
         const I key = valid ? keys[j] : none;
         V v = V(0);
         if (valid) v = GATHER ? sg::ldg(vals + j) * sg::ldg(x + sg::ldg(cols + j)) : vals[j];
+        // The carried row ended exactly at the previous step's lane 31: finish it now.
+        if (carry_key != none && carry_key != sg::shfl(key, 0)) {
+            if (carry_key == head_key) head = carry;
+            else if (carry_key == tail_key) tail = carry;
+            else if (lane == 0) y[carry_key] = y[carry_key] + alpha * carry;
+            carry_key = none;
+        }
 #pragma unroll
         for (int d = 1; d < 32; d *= 2) {
             const V up = sg::shfl_up(v, d);

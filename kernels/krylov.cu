@@ -1,0 +1,222 @@
+// Fused vector steps of the Krylov solvers (CG, BiCGSTAB), one template family krylov_step<V, OP>.
+//
+// Each step does one pass over the vectors (an update, and up to two dot products of the
+// updated values) and, when it reduces, ends with a scalar epilogue run by the last block to
+// finish: the solver's scalar recurrences (alpha, beta, rho, omega), the convergence test and
+// the breakdown tests. Scalars therefore never leave the device; the host reads the status
+// word only every few iterations.
+//
+// Determinism: every block writes its partial sums to `partials`; the last block (found with
+// an integer ticket, never a float atomic) adds them in block order. The result depends only
+// on n and the grid size, so runs are bitwise reproducible.
+//
+// Freezing: every step first reads st[STATUS]; once it is not RUNNING the step does nothing
+// (BI_XR still finishes a BiCGSTAB half step), so iterations launched after convergence or
+// breakdown leave x, r and the scalars exactly as they were at the first converged step.
+//
+// The NumPy twin is sparsegpu/reference/krylov.py (same op codes, slots and arguments).
+#include "common.cuh"
+
+namespace sg_krylov {
+
+constexpr int BLOCK = 256;
+
+// Scalar slots (double sc[SLOTS]); see sparsegpu/linalg/_fused.py.
+enum Slot { ATOL = 0, RHO = 1, ALPHA = 2, BETA = 3, OMEGA = 4, RNORM = 5, RHOTOL = 6, SLOTS = 8 };
+// Integer slots (long long st[]): status, completed iterations, iteration limit.
+enum Word { STATUS = 0, COUNT = 1, MAXITER = 2 };
+// Status codes; negative ones are breakdowns and become the solver's info.
+enum Status {
+    RUNNING = 0, CONVERGED = 1, HALF_PENDING = 2, CONVERGED_HALF = 3,
+    NONFINITE = -1, RHO_BREAKDOWN = -10, DENOMINATOR_BREAKDOWN = -11,
+};
+// Op codes. flag bit 0: the preconditioner is the inverse diagonal `dinv` (fused);
+// flag bit 1 (CG_UPDATE): the start step (no update, no count); flag bit 2 (CG_UPDATE): a
+// general preconditioner follows, rho comes later from CG_RHO.
+enum Op { CG_ALPHA = 0, CG_UPDATE = 1, CG_RHO = 2, CG_P = 3,
+          BI_START = 4, BI_P = 5, BI_ALPHA = 6, BI_S = 7, BI_OMEGA = 8, BI_XR = 9 };
+constexpr int FLAG_DINV = 1, FLAG_START = 2, FLAG_LATE_RHO = 4;
+
+template <int OP> struct reductions { static constexpr int value = 2; };
+template <> struct reductions<CG_P> { static constexpr int value = 0; };
+template <> struct reductions<BI_P> { static constexpr int value = 0; };
+
+__device__ __forceinline__ bool finite(double v) { return isfinite(v); }
+
+__device__ __forceinline__ void record(double* history, long long at, double rnorm) {
+    if (history != nullptr) history[at] = rnorm;
+}
+
+// The test at the top of a CG iteration (SciPy: `if norm(r) < atol: return x, 0`), run after
+// `count` completed iterations; SciPy never tests after its last one.
+__device__ __forceinline__ bool top_converged(double rr, double* sc, long long* st, double* history) {
+    const double rnorm = sqrt(rr);
+    sc[RNORM] = rnorm;
+    record(history, st[COUNT], rnorm);
+    if (!finite(rr)) { st[STATUS] = NONFINITE; return true; }
+    if (st[COUNT] >= st[MAXITER]) return true;  // the host stops; info = maxiter
+    if (rnorm < sc[ATOL]) { st[STATUS] = CONVERGED; return true; }
+    return false;
+}
+
+// BiCGSTAB's top of iteration: the residual test, then the rho and omega breakdown tests,
+// then beta.
+__device__ __forceinline__ void bicgstab_top(double rr, double rho_new, double* sc, long long* st, double* history) {
+    if (top_converged(rr, sc, st, history)) return;
+    if (!finite(rho_new)) { st[STATUS] = NONFINITE; return; }
+    if (fabs(rho_new) < sc[RHOTOL]) { st[STATUS] = RHO_BREAKDOWN; return; }
+    if (st[COUNT] > 0) {
+        if (fabs(sc[OMEGA]) < sc[RHOTOL]) { st[STATUS] = DENOMINATOR_BREAKDOWN; return; }
+        sc[BETA] = (rho_new / sc[RHO]) * (sc[ALPHA] / sc[OMEGA]);
+    } else {
+        sc[BETA] = 0.0;
+        sc[OMEGA] = 0.0;
+    }
+    sc[RHO] = rho_new;
+}
+
+// A quotient that must be finite and have a nonzero denominator, else a breakdown status.
+__device__ __forceinline__ bool safe_quotient(double num, double den, double* out, long long* st) {
+    if (!finite(num) || !finite(den)) { st[STATUS] = NONFINITE; return false; }
+    if (den == 0.0) { st[STATUS] = DENOMINATOR_BREAKDOWN; return false; }
+    *out = num / den;
+    return true;
+}
+
+template <int OP>
+__device__ __forceinline__ void epilogue(const double* s, const int flag, double* sc, long long* st, double* history) {
+    if (OP == CG_ALPHA) {
+        safe_quotient(sc[RHO], s[0], &sc[ALPHA], st);
+    } else if (OP == CG_UPDATE) {
+        if (!(flag & FLAG_START)) st[COUNT] += 1;
+        if (top_converged(s[0], sc, st, history) || (flag & FLAG_LATE_RHO)) return;
+        const double rz = (flag & FLAG_DINV) ? s[1] : s[0];
+        if (!finite(rz)) { st[STATUS] = NONFINITE; return; }
+        sc[BETA] = (flag & FLAG_START) ? 0.0 : rz / sc[RHO];
+        sc[RHO] = rz;
+    } else if (OP == CG_RHO) {
+        if (!finite(s[0])) { st[STATUS] = NONFINITE; return; }
+        sc[BETA] = st[COUNT] > 0 ? s[0] / sc[RHO] : 0.0;
+        sc[RHO] = s[0];
+    } else if (OP == BI_START) {
+        bicgstab_top(s[0], s[1], sc, st, history);
+    } else if (OP == BI_ALPHA) {
+        safe_quotient(sc[RHO], s[0], &sc[ALPHA], st);
+    } else if (OP == BI_S) {
+        const double snorm = sqrt(s[0]);
+        if (!finite(s[0])) { st[STATUS] = NONFINITE; return; }
+        if (snorm < sc[ATOL]) {
+            sc[RNORM] = snorm;
+            record(history, st[COUNT] + 1, snorm);
+            st[STATUS] = HALF_PENDING;
+        }
+    } else if (OP == BI_OMEGA) {
+        safe_quotient(s[0], s[1], &sc[OMEGA], st);
+    } else if (OP == BI_XR) {
+        st[COUNT] += 1;
+        if (st[STATUS] == HALF_PENDING) { st[STATUS] = CONVERGED_HALF; return; }
+        bicgstab_top(s[0], s[1], sc, st, history);
+    }
+}
+
+// The elementwise body of each op at index i; adds its products to acc[0..1].
+template <class V, int OP>
+__device__ __forceinline__ void element(long long i, V* a, V* b, V* c, V* d, V* e, V* f, const V* dinv,
+                                        const int flag, const double* sc, const bool half, double* acc) {
+    if (OP == CG_ALPHA) {  // a = p, b = q: p.q
+        acc[0] += double(a[i]) * double(b[i]);
+    } else if (OP == CG_UPDATE) {  // a = x, b = r, c = p, d = q: x += alpha p, r -= alpha q; r.r, r.dinv.r
+        V r = b[i];
+        if (!(flag & FLAG_START)) {
+            const V alpha = V(sc[ALPHA]);
+            a[i] = a[i] + alpha * c[i];
+            r = r - alpha * d[i];
+            b[i] = r;
+        }
+        acc[0] += double(r) * double(r);
+        if (flag & FLAG_DINV) acc[1] += double(r) * double(dinv[i] * r);
+    } else if (OP == CG_RHO) {  // a = r, b = z: r.z
+        acc[0] += double(a[i]) * double(b[i]);
+    } else if (OP == CG_P) {  // a = p, b = z (or r with dinv): p = z + beta p
+        const V z = (flag & FLAG_DINV) ? dinv[i] * b[i] : b[i];
+        a[i] = z + V(sc[BETA]) * a[i];
+    } else if (OP == BI_START) {  // a = r, b = rtilde: r.r, rtilde.r
+        acc[0] += double(a[i]) * double(a[i]);
+        acc[1] += double(b[i]) * double(a[i]);
+    } else if (OP == BI_P) {  // a = p, b = r, c = v, d = phat: p = r + beta (p - omega v); phat = dinv p
+        const V p = b[i] + V(sc[BETA]) * (a[i] - V(sc[OMEGA]) * c[i]);
+        a[i] = p;
+        if (flag & FLAG_DINV) d[i] = dinv[i] * p;
+    } else if (OP == BI_ALPHA) {  // a = rtilde, b = v: rtilde.v
+        acc[0] += double(a[i]) * double(b[i]);
+    } else if (OP == BI_S) {  // a = r, b = v, c = shat: s = r - alpha v (in r); shat = dinv s; s.s
+        const V s = a[i] - V(sc[ALPHA]) * b[i];
+        a[i] = s;
+        if (flag & FLAG_DINV) c[i] = dinv[i] * s;
+        acc[0] += double(s) * double(s);
+    } else if (OP == BI_OMEGA) {  // a = t, b = s: t.s, t.t
+        const double t = double(a[i]);
+        acc[0] += t * double(b[i]);
+        acc[1] += t * t;
+    } else if (OP == BI_XR) {  // a = x, b = r, c = phat, d = shat, e = t, f = rtilde
+        if (half) {
+            a[i] = a[i] + V(sc[ALPHA]) * c[i];
+        } else {
+            const V omega = V(sc[OMEGA]);
+            a[i] = a[i] + V(sc[ALPHA]) * c[i] + omega * d[i];
+            const V r = b[i] - omega * e[i];
+            b[i] = r;
+            acc[0] += double(r) * double(r);
+            acc[1] += double(f[i]) * double(r);
+        }
+    }
+}
+
+}  // namespace sg_krylov
+
+// One fused step. Grid-stride over n; `partials` holds 2 * gridDim.x doubles and `counter` one
+// unsigned int that is zero between launches (the last block resets it).
+// No __restrict__: without a preconditioner the solvers pass one vector in two roles.
+template <class V, int OP>
+__global__ void __launch_bounds__(sg_krylov::BLOCK)
+krylov_step(const long long n, V* a, V* b, V* c, V* d, V* e, V* f, const V* dinv, const int flag,
+            double* sc, long long* st, double* partials, unsigned int* counter, double* history) {
+    using namespace sg_krylov;
+    constexpr int NRED = reductions<OP>::value;
+    const long long status = st[STATUS];
+    const bool half = OP == BI_XR && status == HALF_PENDING;
+    if (status != RUNNING && !half) return;  // uniform across the grid: frozen
+
+    double acc[2] = {0.0, 0.0};
+    const long long stride = (long long)gridDim.x * BLOCK;
+    for (long long i = (long long)blockIdx.x * BLOCK + threadIdx.x; i < n; i += stride)
+        element<V, OP>(i, a, b, c, d, e, f, dinv, flag, sc, half, acc);
+    if (NRED == 0) return;
+
+    __shared__ double scratch0[BLOCK / 32], scratch1[BLOCK / 32];
+    __shared__ bool last_block;
+    const double block0 = sg::block_sum<BLOCK>(acc[0], scratch0);
+    const double block1 = sg::block_sum<BLOCK>(acc[1], scratch1);
+    if (threadIdx.x == 0) {
+        partials[2 * blockIdx.x] = block0;
+        partials[2 * blockIdx.x + 1] = block1;
+        __threadfence();  // partials visible before the ticket is taken
+        last_block = atomicAdd(counter, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last_block) return;
+    __threadfence();
+    double total0 = 0.0, total1 = 0.0;
+    for (unsigned int blk = threadIdx.x; blk < gridDim.x; blk += BLOCK) {
+        total0 += __ldcg(partials + 2 * blk);
+        total1 += __ldcg(partials + 2 * blk + 1);
+    }
+    __syncthreads();  // scratch reuse
+    total0 = sg::block_sum<BLOCK>(total0, scratch0);
+    total1 = sg::block_sum<BLOCK>(total1, scratch1);
+    if (threadIdx.x == 0) {
+        const double sums[2] = {total0, total1};
+        epilogue<OP>(sums, flag, sc, st, history);
+        *counter = 0u;
+    }
+}
