@@ -20,6 +20,7 @@ from sparsegpu._backend import (
     set_options,
 )
 from sparsegpu._kernels import KernelCompileError
+from sparsegpu.advisor import Advice, MatrixStats, advise, matrix_stats
 from sparsegpu.formats import COO, CSC, CSR, SparseMatrix, TransposedOperator
 
 __version__ = "0.1.0"
@@ -28,16 +29,25 @@ __version__ = "0.1.0"
 def from_scipy(S: Any, format: str = "csr", **kwargs: Any) -> SparseMatrix:
     """Build a sparsegpu matrix of ``format`` from any scipy sparse matrix or array.
 
-    ``kwargs`` go to the format's ``from_scipy`` (``dtype``, ``index_dtype``, ``backend``, and
-    format parameters).
+    ``format="auto"`` asks :func:`advise` and converts to its choice (on the device, from one
+    upload). ``kwargs`` go to the format's ``from_scipy`` (``dtype``, ``index_dtype``,
+    ``backend``, and format parameters).
     """
     key = format.lower()
+    if key == "auto":
+        csr = CSR.from_scipy(S, **kwargs)
+        advice = advise(csr)
+        return csr.asformat(advice.format, **advice.params)
     if key not in SparseMatrix.formats:
         raise ValueError(f"unknown format {format!r}; known: {', '.join(sorted(SparseMatrix.formats))}")
     return SparseMatrix.formats[key].from_scipy(S, **kwargs)
 
 
 __all__ = [
+    "Advice",
+    "MatrixStats",
+    "advise",
+    "matrix_stats",
     "COO",
     "CSC",
     "CSR",

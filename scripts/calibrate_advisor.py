@@ -1,0 +1,144 @@
+"""Calibrate the format advisor's model (sparsegpu/advisor.py) against measurements.
+
+    python3 scripts/calibrate_advisor.py measure OUT.json [--size small|medium]   # on the GPU
+    python3 scripts/calibrate_advisor.py fit MEASUREMENTS.json                   # anywhere
+
+``measure`` times every candidate format's ``A @ x`` (CUDA events, median) and its conversion
+from an uploaded CSR, over all real matrices and the generated families, with the advisor's
+statistics for each. ``fit`` fits the model's constants to those times (least squares on log
+time), writes them into sparsegpu/advisor_calibration.json (with the measurements' source),
+and prints, per matrix, the advised format (without autotune), the measured best, and the
+ratio of their measured times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from sparsegpu import advisor
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def measure(out: Path, size: str) -> None:
+    import cupy
+
+    import sparsegpu
+    from sparsegpu import datasets
+    from sparsegpu.bench.timing import median_gpu_ms
+
+    matrices = {name: (lambda name=name: datasets.load_matrix(name)) for name in datasets.real_matrix_names()}
+    matrices.update({f"{family}-{size}": (lambda family=family: datasets.generate(family, size))
+                     for family in datasets.GENERATED})
+    src = cupy.random.random(2**28)
+    dst = cupy.empty_like(src)
+    copy_gbs = 2 * src.nbytes / (median_gpu_ms(lambda: dst.__setitem__(slice(None), src)) * 1e6)
+    del src, dst
+    records = []
+    for name, make in matrices.items():
+        S = make()
+        csr = sparsegpu.CSR.from_scipy(S, backend="gpu")
+        stats = advisor.matrix_stats(csr)
+        x = cupy.random.default_rng(1).standard_normal(csr.shape[1])
+        want = csr @ x
+        y = cupy.empty(csr.shape[0])
+        times, conversions = {}, {}
+        csr_ms = median_gpu_ms(lambda: csr.spmv(x, y))
+        for fmt in advisor.CANDIDATES:
+            params = advisor.estimates(stats)[fmt].params
+            try:
+                A = csr.asformat(fmt, **params)
+            except ValueError:  # ELL's fill guard
+                continue
+            A.spmv(x, y)
+            if not bool(cupy.allclose(y, want, rtol=1e-10, atol=1e-10 * float(cupy.abs(want).max()))):
+                print(f"{name}: {fmt} WRONG; not timed", file=sys.stderr)
+                continue
+            times[fmt] = median_gpu_ms(lambda: A.spmv(x, y)) * 1e3
+            conversions[fmt] = median_gpu_ms(lambda: csr.asformat(fmt, **params), repeat=5) / csr_ms
+            del A
+        records.append({"matrix": name, "stats": asdict(stats), "time_us": times, "conversion_in_csr_spmv": conversions})
+        best = min(times, key=times.__getitem__)
+        print(f"{name:28s} nnz={csr.nnz:>10d} best {best:5s} {times[best]:9.1f}us  "
+              + " ".join(f"{f}={t:.1f}" for f, t in times.items()), flush=True)
+        del csr
+        cupy.get_default_memory_pool().free_all_blocks()
+    device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    out.write_text(json.dumps({"device": device, "copy_GBps": copy_gbs, "records": records}, indent=1))
+
+
+def _stats(record: dict) -> advisor.MatrixStats:
+    fields = dict(record["stats"])
+    return advisor.MatrixStats(**fields)
+
+
+def fit(path: Path) -> None:
+    from scipy.optimize import least_squares
+
+    data = json.loads(path.read_text())
+    records = data["records"]
+    names = list(advisor.CANDIDATES)
+    base = advisor.calibration()
+
+    def model_from(theta: np.ndarray) -> dict:
+        return {"copy_GBps": data["copy_GBps"], "launch_us": float(np.exp(theta[0])), "step_ns": float(np.exp(theta[1])),
+                "efficiency": {f: float(np.exp(t)) for f, t in zip(names, theta[2:])},
+                "conversion_in_csr_spmv": base["conversion_in_csr_spmv"]}
+
+    def residuals(theta: np.ndarray) -> np.ndarray:
+        model = model_from(theta)
+        out = []
+        for record in records:
+            est = advisor.estimates(_stats(record), model)
+            out += [np.log(est[f].time_us / t) for f, t in record["time_us"].items()]
+        return np.array(out)
+
+    start = np.log([base["launch_us"], base["step_ns"], *[base["efficiency"][f] for f in names]])
+    solution = least_squares(residuals, start, bounds=(np.log([0.5, 0.01] + [0.02] * len(names)),
+                                                      np.log([50, 100] + [1.5] * len(names))))
+    model = model_from(solution.x)
+    model["conversion_in_csr_spmv"] = {
+        f: round(float(np.median([r["conversion_in_csr_spmv"][f] for r in records if f in r["conversion_in_csr_spmv"]])), 1)
+        for f in names}
+    calibration = {"source": f"scripts/calibrate_advisor.py fit {path.name}: {len(records)} matrices on {data['device']}",
+                   "model": model}
+    advisor.CALIBRATION_FILE.write_text(json.dumps(calibration, indent=1) + "\n")
+    advisor.calibration.cache_clear()
+    print(f"{'matrix':28s} {'advised':8s} {'best':8s} ratio")
+    within, worst = 0, 1.0
+    for record in records:
+        est = advisor.estimates(_stats(record), model)
+        times = record["time_us"]
+        advised = min((f for f in times if est[f].refused is None), key=lambda f: est[f].time_us)
+        best = min(times, key=times.__getitem__)
+        ratio = times[advised] / times[best]
+        within += ratio <= 1.10
+        worst = max(worst, ratio)
+        print(f"{record['matrix']:28s} {advised:8s} {best:8s} {ratio:.2f}")
+    print(f"advised within 10% of the measured best on {within}/{len(records)} matrices; worst ratio {worst:.2f}")
+    print("model:", json.dumps(model))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    m = sub.add_parser("measure")
+    m.add_argument("out", type=Path)
+    m.add_argument("--size", default="medium")
+    f = sub.add_parser("fit")
+    f.add_argument("measurements", type=Path)
+    args = parser.parse_args()
+    if args.command == "measure":
+        measure(args.out, args.size)
+    else:
+        fit(args.measurements)
+
+
+if __name__ == "__main__":
+    main()

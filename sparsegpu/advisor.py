@@ -1,0 +1,383 @@
+"""The format advisor: row-length statistics -> per-format estimates -> a choice -> reasons.
+
+``advise(S)`` reads a matrix once on its backend (on the GPU: a length histogram and one
+pass of kernels/matrix_stats.cu over the pattern, less traffic than one SpMV), estimates each
+format's SpMV time with a small model, and says which format to use, with what parameters and
+why. The model, per format f:
+
+    time_f = launches_f * t_launch + max(bytes_f / (efficiency_f * copy_bandwidth),
+                                         serial_steps_f * t_step)
+
+- ``bytes_f``: what format f's kernel reads and writes, padding included (stored values and
+  indices, pointers or permutations, x once, y once);
+- ``launches_f``: kernel launches per product (COO and HYB's overflow reduce in a tree of
+  launches; CSR adds two when it has rows past the sub-warp limit);
+- ``serial_steps_f``: the longest chain of loop steps one thread runs (a row's length for ELL,
+  JDS and SELL, which give a row one thread; bounded for CSR and COO, which split long rows);
+- ``t_launch``, ``t_step``, ``copy_bandwidth`` and the per-format ``efficiency_f`` are
+  calibrated on a GPU by ``scripts/calibrate_advisor.py`` from measured SpMV times over the
+  real and generated matrices; the fit and its measurements are kept in
+  ``sparsegpu/advisor_calibration.json``.
+
+Conversion costs (in CSR SpMV times) come from the same calibration, so ``n_spmv`` can weigh
+whether converting pays off. ``autotune=True`` measures every candidate on the device.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsegpu._backend import backend_of
+from sparsegpu._kernels import KernelFile, device_properties
+from sparsegpu.formats._base import SparseMatrix, as_scipy_sparse
+from sparsegpu.formats._compressed import LONG_CHUNK, long_row_limit, threads_per_row
+from sparsegpu.formats.coo import TILE as COO_TILE
+from sparsegpu.formats.ell import DEFAULT_MAX_FILL
+from sparsegpu.formats.hyb import hyb_width
+from sparsegpu.formats.sell import DEFAULT_C, DEFAULT_SIGMA
+from sparsegpu.reference.stats import csr_structure as structure_twin
+
+STATS_BLOCK = 256  # kernels/matrix_stats.cu STATS_BLOCK
+STATS_KERNELS = KernelFile("matrix_stats.cu", [f"csr_structure<{{I}}, {t}>" for t in (1, 4, 32)])
+CALIBRATION_FILE = Path(__file__).with_name("advisor_calibration.json")
+#: Formats the advisor may recommend for ``A @ x``. CSC is left out: its deterministic
+#: ``A @ x`` gathers over a CSR copy, so it is never faster than CSR for that product.
+CANDIDATES = ("csr", "coo", "ell", "hyb", "jds", "sell")
+
+
+@dataclass
+class MatrixStats:
+    """What the advisor reads off a matrix. Row lengths count stored entries per row."""
+
+    rows: int
+    cols: int
+    nnz: int
+    density: float
+    row_mean: float
+    row_std: float
+    row_min: int
+    row_max: int
+    row_quantiles: dict[str, int]
+    row_cv: float
+    empty_rows: int
+    ell_fill: float  # padding slots per stored entry if stored as ELL
+    hyb_width: int
+    hyb_ell_fraction: float  # share of entries in HYB's ELL part at that width
+    sell_fill: float  # padding per entry for SELL with C rows per slice, before the sigma sort
+    csr_long_rows: int  # rows past the CSR sub-warp limit (split across blocks)
+    bandwidth: int  # largest |i - j|
+    mean_distance: float  # mean |i - j| over entries
+    lower_fraction: float  # entries with j < i
+    upper_fraction: float  # entries with j > i
+    diagonal_fraction: float
+    value_bytes: int
+    index_bytes: int
+
+    @property
+    def triangular(self) -> str | None:
+        if self.nnz and self.upper_fraction == 0:
+            return "lower"
+        if self.nnz and self.lower_fraction == 0:
+            return "upper"
+        return None
+
+
+@dataclass
+class Estimate:
+    """The model's view of one format on this matrix."""
+
+    bytes: int
+    launches: int
+    serial_steps: int
+    time_us: float
+    params: dict[str, Any] = field(default_factory=dict)
+    refused: str | None = None  # why the format would refuse the matrix
+
+
+@dataclass
+class Advice:
+    """``advise``'s answer: ``format`` and ``params`` to pass to ``asformat``/``from_scipy``,
+    the ``stats`` behind them, per-format ``estimates``, the predicted ``ranking``, and a
+    ``reason`` in plain sentences; with ``n_spmv``, ``payoff`` per format; with
+    ``autotune``, ``measured`` GB/s per format and ``measured_best``."""
+
+    format: str
+    params: dict[str, Any]
+    stats: MatrixStats
+    estimates: dict[str, Estimate]
+    ranking: list[str]
+    reason: str
+    payoff: dict[str, float] | None = None
+    measured: dict[str, float] | None = None
+    measured_best: str | None = None
+
+    def __repr__(self) -> str:
+        s = self.stats
+        lines = [
+            f"Advice: {self.format}" + (f" {self.params}" if self.params else ""),
+            f"  matrix {s.rows}x{s.cols}, {s.nnz} entries; rows {s.row_min}..{s.row_max}, "
+            f"mean {s.row_mean:.1f}, cv {s.row_cv:.2f}, {s.empty_rows} empty",
+            "  predicted: " + ", ".join(
+                f"{f} {self.estimates[f].time_us:.1f}us" for f in self.ranking),
+        ]
+        refused = [f"{f} ({e.refused})" for f, e in self.estimates.items() if e.refused]
+        if refused:
+            lines.append("  refused: " + "; ".join(refused))
+        if self.measured:
+            lines.append("  measured GB/s: " + ", ".join(f"{f} {g:.0f}" for f, g in self.measured.items())
+                         + f" -> best {self.measured_best}")
+        lines.append("  " + self.reason)
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["stats"]["triangular"] = self.stats.triangular
+        return out
+
+
+@functools.cache
+def calibration() -> dict[str, Any]:
+    """The model's fitted constants (see the module docstring)."""
+    return json.loads(CALIBRATION_FILE.read_text())["model"]
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def _as_csr(A: Any, backend: str | None) -> Any:
+    """A sparsegpu CSR of A: a sparsegpu matrix is converted on its backend; a scipy matrix
+    is uploaded once."""
+    from sparsegpu.formats.csr import CSR
+
+    if isinstance(A, SparseMatrix):
+        return A.to_csr()
+    if isinstance(A, np.ndarray) or hasattr(A, "__cuda_array_interface__"):
+        raise TypeError(f"advise needs a sparse matrix, got a dense {A.ndim}-D array; "
+                        "convert it with scipy.sparse.csr_array first")
+    S = as_scipy_sparse(A)
+    for name in ("indices", "indptr", "row", "col"):
+        index = getattr(S, name, None)
+        if index is not None and index.dtype.kind == "f":
+            if np.isnan(index).any():
+                raise ValueError(f"the matrix's {name} array holds NaN")
+            raise TypeError(f"the matrix's {name} array holds floats ({index.dtype}), not integers")
+    return CSR.from_scipy(S, backend=backend)
+
+
+def _structure(csr: Any, mean_length: float) -> np.ndarray:
+    """[below, on, above, sum |i-j|, max |i-j|] over the stored entries."""
+    if csr.backend == "cpu":
+        return structure_twin(csr.indptr, csr.indices)
+    import cupy
+
+    out = cupy.zeros(5, dtype=np.uint64)
+    rows = csr.shape[0]
+    if rows and csr.nnz:
+        tpr = 1 if mean_length < 8 else 4 if mean_length < 64 else 32
+        kernel = STATS_KERNELS.function(f"csr_structure<{{I}}, {tpr}>", np.float64, csr.index_dtype)
+        blocks = min(-(-rows * tpr // STATS_BLOCK), 4 * device_properties()["multiprocessors"])
+        kernel((blocks,), (STATS_BLOCK,), (csr.indptr, csr.indices, csr.index_dtype.type(rows), out))
+    return out.get().astype(np.int64)
+
+
+def matrix_stats(A: Any, *, backend: str | None = None) -> MatrixStats:
+    """Row-length and structure statistics of a scipy or sparsegpu matrix, computed on the
+    matrix's backend (a scipy matrix goes to the active backend)."""
+    csr = _as_csr(A, backend)
+    xp = csr._xp
+    m, n = csr.shape
+    nnz = csr.nnz
+    lengths = xp.diff(csr.indptr)
+    counts = (xp.bincount(lengths) if m else xp.zeros(1, dtype=np.int64))
+    counts = counts.get() if backend_of(counts) == "gpu" else np.asarray(counts)
+    k = np.arange(counts.size, dtype=np.float64)
+    mean = nnz / m if m else 0.0
+    var = max(float((counts * k * k).sum()) / m - mean * mean, 0.0) if m else 0.0
+    present = np.flatnonzero(counts)
+    cumulative = np.cumsum(counts)
+    quantiles = {f"p{int(q * 100)}": int(np.searchsorted(cumulative, q * m)) if m else 0 for q in (0.5, 0.9, 0.99)}
+    row_max = int(present[-1]) if present.size else 0
+    width = hyb_width(lengths, csr.dtype, csr.index_dtype, xp) if m else 0
+    in_ell = float((np.minimum(k, width) * counts).sum())
+    sell_slots = _sell_slots(lengths, DEFAULT_C, xp)
+    limit = long_row_limit(threads_per_row(mean))
+    below, on, above, distance, band = (int(v) for v in _structure(csr, mean))
+    return MatrixStats(
+        rows=m, cols=n, nnz=nnz,
+        density=nnz / (m * n) if m and n else 0.0,
+        row_mean=mean, row_std=math.sqrt(var),
+        row_min=int(present[0]) if present.size else 0, row_max=row_max,
+        row_quantiles=quantiles,
+        row_cv=math.sqrt(var) / mean if mean else 0.0,
+        empty_rows=int(counts[0]) if m else 0,
+        ell_fill=(m * row_max - nnz) / nnz if nnz else 0.0,
+        hyb_width=width,
+        hyb_ell_fraction=in_ell / nnz if nnz else 1.0,
+        sell_fill=(sell_slots - nnz) / nnz if nnz else 0.0,
+        csr_long_rows=int(counts[limit + 1:].sum()),
+        bandwidth=band,
+        mean_distance=distance / nnz if nnz else 0.0,
+        lower_fraction=below / nnz if nnz else 0.0,
+        upper_fraction=above / nnz if nnz else 0.0,
+        diagonal_fraction=on / nnz if nnz else 0.0,
+        value_bytes=csr.dtype.itemsize,
+        index_bytes=csr.index_dtype.itemsize,
+    )
+
+
+def _sell_slots(lengths: Any, c: int, xp: Any) -> int:
+    """Stored slots of SELL with slices of c rows and no sorting: an upper bound for any sigma."""
+    m = lengths.size
+    if m == 0:
+        return 0
+    padded = xp.zeros(-(-m // c) * c, dtype=lengths.dtype)
+    padded[:m] = lengths
+    return int(padded.reshape(-1, c).max(axis=1).sum()) * c
+
+
+# --------------------------------------------------------------------------- the model
+
+
+def _coo_launches(entries: int) -> int:
+    """Launches of the COO segmented-reduction tree over ``entries`` (each tile of COO_TILE
+    entries leaves two carries for the next launch)."""
+    launches = 0
+    while entries:
+        launches += 1
+        tiles = -(-entries // COO_TILE)
+        entries = 0 if tiles == 1 else 2 * tiles
+    return launches
+
+
+def estimates(stats: MatrixStats, model: dict[str, Any] | None = None) -> dict[str, Estimate]:
+    """The model's estimate for every candidate format (see the module docstring)."""
+    model = model or calibration()
+    v, i = stats.value_bytes, stats.index_bytes
+    m, n, nnz = stats.rows, stats.cols, stats.nnz
+    vectors = n * v + m * v
+    slices = -(-m // DEFAULT_C)
+    tpr = threads_per_row(stats.row_mean)
+    limit = long_row_limit(tpr)
+    overflow = round(nnz * (1 - stats.hyb_ell_fraction))
+    shapes: dict[str, tuple[int, int, int, dict[str, Any]]] = {
+        # format: (bytes, launches, serial steps, params)
+        "csr": (nnz * (v + i) + (m + 1) * i + vectors, 1 + 2 * bool(stats.csr_long_rows),
+                -(-min(stats.row_max, limit) // tpr) + (LONG_CHUNK // 256 if stats.csr_long_rows else 0), {}),
+        "coo": (nnz * (v + 2 * i) + vectors + m * v, 1 + _coo_launches(nnz), COO_TILE // 32, {}),
+        "ell": (m * stats.row_max * (v + i) + vectors, 1, stats.row_max, {}),
+        "hyb": (m * stats.hyb_width * (v + i) + overflow * (v + 2 * i) + vectors,
+                1 + _coo_launches(overflow), max(stats.hyb_width, COO_TILE // 32 if overflow else 0),
+                {"width": stats.hyb_width}),
+        "jds": (nnz * (v + i) + (stats.row_max + 1) * i + m * i + vectors, 1, stats.row_max, {}),
+        "sell": (round(nnz * (1 + stats.sell_fill)) * (v + i) + (slices + 1) * i + m * i + vectors, 1,
+                 stats.row_max, {"C": DEFAULT_C, "sigma": DEFAULT_SIGMA}),
+    }
+    out = {}
+    bandwidth = model["copy_GBps"] * 1e3  # bytes per microsecond
+    for name, (nbytes, launches, steps, params) in shapes.items():
+        streaming = nbytes / (model["efficiency"][name] * bandwidth)
+        time_us = launches * model["launch_us"] + max(streaming, steps * model["step_ns"] / 1e3)
+        refused = None
+        if name == "ell" and stats.ell_fill > DEFAULT_MAX_FILL:
+            refused = f"padding {stats.ell_fill:.1f} per entry exceeds ELL's limit {DEFAULT_MAX_FILL}"
+        out[name] = Estimate(bytes=int(nbytes), launches=launches, serial_steps=int(steps),
+                             time_us=time_us, params=params, refused=refused)
+    return out
+
+
+def _reason(choice: str, stats: MatrixStats, est: dict[str, Estimate], ranking: list[str]) -> str:
+    s = stats
+    why = {
+        "csr": (f"Rows hold {s.row_mean:.1f} entries on average (cv {s.row_cv:.2f}); CSR reads each entry once with no "
+                f"padding and gives each row {threads_per_row(s.row_mean)} thread(s)"
+                + (f", splitting its {s.csr_long_rows} long rows across blocks." if s.csr_long_rows else ".")),
+        "coo": (f"The matrix is very sparse ({s.row_mean:.2f} entries per row, {s.empty_rows} empty rows): COO's "
+                "segmented reduction costs nothing per row, where row-based formats pay for every row."),
+        "ell": (f"Rows are uniform ({s.row_min} to {s.row_max} entries, cv {s.row_cv:.2f}): ELL pads only "
+                f"{s.ell_fill:.2f} slots per entry and every load of a warp is coalesced."),
+        "hyb": (f"Row lengths are skewed (mean {s.row_mean:.1f}, max {s.row_max}, cv {s.row_cv:.2f}): HYB with width "
+                f"{s.hyb_width} keeps {s.hyb_ell_fraction:.0%} of the entries in coalesced ELL slots and sends the "
+                "overflow of the long rows to a COO part."),
+        "jds": (f"Rows sorted by length give jagged diagonals with no padding"
+                + (f"; the matrix is {s.triangular} triangular, where JDS's sorted rows balance the work."
+                   if s.triangular else ".")),
+        "sell": (f"Slices of {DEFAULT_C} rows sorted within windows of {DEFAULT_SIGMA} pad only "
+                 f"{s.sell_fill:.2f} slots per entry (ELL would pad {s.ell_fill:.2f}), with coalesced loads."),
+    }[choice]
+    runner = next((f for f in ranking if f != choice), None)
+    if runner is not None:
+        gap = est[runner].time_us / est[choice].time_us - 1
+        why += f" Next best: {runner.upper()}, predicted {gap:.0%} slower."
+    return why
+
+
+def advise(A: Any, *, n_spmv: int | None = None, autotune: bool = False, backend: str | None = None) -> Advice:
+    """Which format suits ``A`` for ``A @ x``, with what parameters, and why.
+
+    ``A``: any scipy sparse matrix/array or sparsegpu matrix. ``n_spmv``: the number of
+    products the caller expects; the choice then counts conversion cost from CSR, and
+    ``payoff`` gives each format's total predicted time in microseconds. ``autotune``: also
+    measure every candidate on the GPU (``measured`` GB/s, ``measured_best``).
+
+    >>> import scipy.sparse as sp, sparsegpu
+    >>> S = sp.diags_array([1.0, -2.0, 1.0], offsets=[-1, 0, 1], shape=(1000, 1000))
+    >>> advice = sparsegpu.advise(S, backend="cpu")
+    >>> advice.format in ("csr", "ell", "sell", "jds", "hyb", "coo"), advice.stats.row_max
+    (True, 3)
+    """
+    if n_spmv is not None and (not isinstance(n_spmv, (int, np.integer)) or n_spmv < 1):
+        raise ValueError(f"n_spmv must be a positive integer, got {n_spmv!r}")
+    csr = _as_csr(A, backend)
+    stats = matrix_stats(csr)
+    est = estimates(stats)
+    allowed = [f for f in CANDIDATES if f in SparseMatrix.formats and est[f].refused is None]
+    payoff = None
+    if n_spmv is not None:
+        conversion = calibration()["conversion_in_csr_spmv"]
+        payoff = {f: conversion[f] * est["csr"].time_us + n_spmv * est[f].time_us for f in allowed}
+        ranking = sorted(allowed, key=payoff.__getitem__)
+    else:
+        ranking = sorted(allowed, key=lambda f: est[f].time_us)
+    choice = ranking[0]
+    reason = _reason(choice, stats, est, ranking)
+    if payoff is not None and choice == "csr" and min(allowed, key=lambda f: est[f].time_us) != "csr":
+        fastest = min(allowed, key=lambda f: est[f].time_us)
+        reason += (f" {fastest.upper()} would be faster per product, but converting to it does not pay off "
+                   f"within {n_spmv} products.")
+    advice = Advice(format=choice, params=dict(est[choice].params), stats=stats, estimates=est,
+                    ranking=ranking, reason=reason, payoff=payoff)
+    if autotune:
+        advice.measured, advice.measured_best = _autotune(csr, allowed, est)
+    return advice
+
+
+def _autotune(csr: Any, formats: list[str], est: dict[str, Estimate]) -> tuple[dict[str, float], str]:
+    """Measured GB/s of each format's ``A @ x`` (bytes counted on stored entries only)."""
+    if csr.backend != "gpu":
+        raise ValueError("autotune measures on the GPU; this matrix is on the CPU backend")
+    from sparsegpu.bench.timing import median_gpu_ms
+    from sparsegpu.bench.bytes_model import spmv_bytes
+
+    import cupy
+
+    x = cupy.random.default_rng(0).standard_normal(csr.shape[1]).astype(csr.dtype)
+    want = csr @ x
+    nbytes = spmv_bytes(csr.shape, csr.nnz, csr.dtype, csr.index_dtype)
+    measured = {}
+    for name in formats:
+        A = csr.asformat(name, **est[name].params)
+        y = cupy.empty(csr.shape[0], csr.dtype)
+        A.spmv(x, y)
+        scale = float(cupy.abs(want).max()) or 1.0
+        if float(cupy.abs(y - want).max()) > 1e-6 * scale * max(csr.shape[1], 1):
+            raise RuntimeError(f"{name} gave a wrong product during autotune")
+        measured[name] = nbytes / (median_gpu_ms(lambda: A.spmv(x, y)) * 1e6)
+    return measured, max(measured, key=measured.__getitem__)
