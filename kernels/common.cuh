@@ -126,10 +126,11 @@ template <class V> struct Max {
 };
 
 // Fold over aligned groups of W lanes in lane order (lane 0 gets op(v_0, ..., v_{W-1})), so
-// non-commutative operators work; every lane of the warp must call it.
+// non-commutative operators work: offsets grow, so each lane always joins two adjacent ranges.
+// Every lane of the warp must call it; only lane 0 of each group holds a meaningful result.
 template <int W, class Op, class V> __device__ __forceinline__ V subwarp_reduce(V v, Op op) {
 #pragma unroll
-    for (int offset = W / 2; offset > 0; offset /= 2) v = op(v, shfl_down(v, offset, W));
+    for (int offset = 1; offset < W; offset *= 2) v = op(v, shfl_down(v, offset, W));
     return v;
 }
 
@@ -152,5 +153,38 @@ template <class V> struct __align__(16) vec16 {
     static constexpr int N = 16 / sizeof(V);
     V v[N];
 };
+
+// Calls f(x[i]) for this thread's share of x[0:n], grid-stride over 16-byte vectors with VECS
+// vectors loaded before any is used (bytes in flight). x need only be aligned to sizeof(V) (a
+// view may start anywhere): elements before its first 16-byte boundary and after its last whole
+// vector go one per thread. The order in which a thread sees its elements is fixed by the grid.
+template <int VECS, class V, class F>
+__device__ __forceinline__ void for_each_strided(const V* __restrict__ x, long long n, F&& f) {
+    using Vec = vec16<V>;
+    const long long thread = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long threads = (long long)gridDim.x * blockDim.x;
+    long long head = (long long)(((16 - ((unsigned long long)x & 15)) & 15) / sizeof(V));
+    if (head > n) head = n;
+    const long long n_vec = (n - head) / Vec::N;
+    const long long tail = head + n_vec * Vec::N;
+    if (thread < head) f(x[thread]);
+    if (thread < n - tail) f(x[tail + thread]);
+    const Vec* body = reinterpret_cast<const Vec*>(x + head);
+    long long v = thread;
+    for (; v + (VECS - 1) * threads < n_vec; v += VECS * threads) {
+        Vec chunk[VECS];
+#pragma unroll
+        for (int k = 0; k < VECS; ++k) chunk[k] = body[v + k * threads];
+#pragma unroll
+        for (int k = 0; k < VECS; ++k)
+#pragma unroll
+            for (int e = 0; e < Vec::N; ++e) f(chunk[k].v[e]);
+    }
+    for (; v < n_vec; v += threads) {
+        const Vec chunk = body[v];
+#pragma unroll
+        for (int e = 0; e < Vec::N; ++e) f(chunk.v[e]);
+    }
+}
 
 }  // namespace sg

@@ -23,8 +23,9 @@ constexpr int BLOCK = 256;
 
 // Scalar slots (double sc[SLOTS]); see sparsegpu/linalg/_fused.py.
 enum Slot { ATOL = 0, RHO = 1, ALPHA = 2, BETA = 3, OMEGA = 4, RNORM = 5, RHOTOL = 6, SLOTS = 8 };
-// Integer slots (long long st[]): status, completed iterations, iteration limit.
-enum Word { STATUS = 0, COUNT = 1, MAXITER = 2 };
+// Integer slots (long long st[]): status, completed iterations, iteration limit, and the
+// length of the `history` ring the host drains after every batch of iterations.
+enum Word { STATUS = 0, COUNT = 1, MAXITER = 2, HISTCAP = 3 };
 // Status codes; negative ones are breakdowns and become the solver's info.
 enum Status {
     RUNNING = 0, CONVERGED = 1, HALF_PENDING = 2, CONVERGED_HALF = 3,
@@ -35,7 +36,7 @@ enum Status {
 // general preconditioner follows, rho comes later from CG_RHO.
 enum Op { CG_ALPHA = 0, CG_UPDATE = 1, CG_RHO = 2, CG_P = 3,
           BI_START = 4, BI_P = 5, BI_ALPHA = 6, BI_S = 7, BI_OMEGA = 8, BI_XR = 9 };
-constexpr int FLAG_DINV = 1, FLAG_START = 2, FLAG_LATE_RHO = 4;
+enum Flag { FLAG_DINV = 1, FLAG_START = 2, FLAG_LATE_RHO = 4 };
 
 template <int OP> struct reductions { static constexpr int value = 2; };
 template <> struct reductions<CG_P> { static constexpr int value = 0; };
@@ -43,8 +44,9 @@ template <> struct reductions<BI_P> { static constexpr int value = 0; };
 
 __device__ __forceinline__ bool finite(double v) { return isfinite(v); }
 
-__device__ __forceinline__ void record(double* history, long long at, double rnorm) {
-    if (history != nullptr) history[at] = rnorm;
+// The residual norm after `at` iterations, into the ring the host drains (null: not asked).
+__device__ __forceinline__ void record(double* history, const long long* st, long long at, double rnorm) {
+    if (history != nullptr) history[at % st[HISTCAP]] = rnorm;
 }
 
 // The test at the top of a CG iteration (SciPy: `if norm(r) < atol: return x, 0`), run after
@@ -52,7 +54,7 @@ __device__ __forceinline__ void record(double* history, long long at, double rno
 __device__ __forceinline__ bool top_converged(double rr, double* sc, long long* st, double* history) {
     const double rnorm = sqrt(rr);
     sc[RNORM] = rnorm;
-    record(history, st[COUNT], rnorm);
+    record(history, st, st[COUNT], rnorm);
     if (!finite(rr)) { st[STATUS] = NONFINITE; return true; }
     if (st[COUNT] >= st[MAXITER]) return true;  // the host stops; info = maxiter
     if (rnorm < sc[ATOL]) { st[STATUS] = CONVERGED; return true; }
@@ -107,7 +109,7 @@ __device__ __forceinline__ void epilogue(const double* s, const int flag, double
         if (!finite(s[0])) { st[STATUS] = NONFINITE; return; }
         if (snorm < sc[ATOL]) {
             sc[RNORM] = snorm;
-            record(history, st[COUNT] + 1, snorm);
+            record(history, st, st[COUNT] + 1, snorm);
             st[STATUS] = HALF_PENDING;
         }
     } else if (OP == BI_OMEGA) {
@@ -120,17 +122,23 @@ __device__ __forceinline__ void epilogue(const double* s, const int flag, double
 }
 
 // The elementwise body of each op at index i; adds its products to acc[0..1].
+// The step's coefficients, loaded once per thread: the vectors carry no __restrict__, so a
+// load of sc inside the loop could not be hoisted past the stores.
+template <class V> struct Coefficients {
+    V alpha, beta, omega;
+    __device__ explicit Coefficients(const double* sc) : alpha(V(sc[ALPHA])), beta(V(sc[BETA])), omega(V(sc[OMEGA])) {}
+};
+
 template <class V, int OP>
 __device__ __forceinline__ void element(long long i, V* a, V* b, V* c, V* d, V* e, V* f, const V* dinv,
-                                        const int flag, const double* sc, const bool half, double* acc) {
+                                        const int flag, const Coefficients<V>& k, const bool half, double* acc) {
     if (OP == CG_ALPHA) {  // a = p, b = q: p.q
         acc[0] += double(a[i]) * double(b[i]);
     } else if (OP == CG_UPDATE) {  // a = x, b = r, c = p, d = q: x += alpha p, r -= alpha q; r.r, r.dinv.r
         V r = b[i];
         if (!(flag & FLAG_START)) {
-            const V alpha = V(sc[ALPHA]);
-            a[i] = a[i] + alpha * c[i];
-            r = r - alpha * d[i];
+            a[i] = a[i] + k.alpha * c[i];
+            r = r - k.alpha * d[i];
             b[i] = r;
         }
         acc[0] += double(r) * double(r);
@@ -139,18 +147,18 @@ __device__ __forceinline__ void element(long long i, V* a, V* b, V* c, V* d, V* 
         acc[0] += double(a[i]) * double(b[i]);
     } else if (OP == CG_P) {  // a = p, b = z (or r with dinv): p = z + beta p
         const V z = (flag & FLAG_DINV) ? dinv[i] * b[i] : b[i];
-        a[i] = z + V(sc[BETA]) * a[i];
+        a[i] = z + k.beta * a[i];
     } else if (OP == BI_START) {  // a = r, b = rtilde: r.r, rtilde.r
         acc[0] += double(a[i]) * double(a[i]);
         acc[1] += double(b[i]) * double(a[i]);
     } else if (OP == BI_P) {  // a = p, b = r, c = v, d = phat: p = r + beta (p - omega v); phat = dinv p
-        const V p = b[i] + V(sc[BETA]) * (a[i] - V(sc[OMEGA]) * c[i]);
+        const V p = b[i] + k.beta * (a[i] - k.omega * c[i]);
         a[i] = p;
         if (flag & FLAG_DINV) d[i] = dinv[i] * p;
     } else if (OP == BI_ALPHA) {  // a = rtilde, b = v: rtilde.v
         acc[0] += double(a[i]) * double(b[i]);
     } else if (OP == BI_S) {  // a = r, b = v, c = shat: s = r - alpha v (in r); shat = dinv s; s.s
-        const V s = a[i] - V(sc[ALPHA]) * b[i];
+        const V s = a[i] - k.alpha * b[i];
         a[i] = s;
         if (flag & FLAG_DINV) c[i] = dinv[i] * s;
         acc[0] += double(s) * double(s);
@@ -160,11 +168,10 @@ __device__ __forceinline__ void element(long long i, V* a, V* b, V* c, V* d, V* 
         acc[1] += t * t;
     } else if (OP == BI_XR) {  // a = x, b = r, c = phat, d = shat, e = t, f = rtilde
         if (half) {
-            a[i] = a[i] + V(sc[ALPHA]) * c[i];
+            a[i] = a[i] + k.alpha * c[i];
         } else {
-            const V omega = V(sc[OMEGA]);
-            a[i] = a[i] + V(sc[ALPHA]) * c[i] + omega * d[i];
-            const V r = b[i] - omega * e[i];
+            a[i] = a[i] + k.alpha * c[i] + k.omega * d[i];
+            const V r = b[i] - k.omega * e[i];
             b[i] = r;
             acc[0] += double(r) * double(r);
             acc[1] += double(f[i]) * double(r);
@@ -187,10 +194,11 @@ krylov_step(const long long n, V* a, V* b, V* c, V* d, V* e, V* f, const V* dinv
     const bool half = OP == BI_XR && status == HALF_PENDING;
     if (status != RUNNING && !half) return;  // uniform across the grid: frozen
 
+    const Coefficients<V> k(sc);
     double acc[2] = {0.0, 0.0};
     const long long stride = (long long)gridDim.x * BLOCK;
     for (long long i = (long long)blockIdx.x * BLOCK + threadIdx.x; i < n; i += stride)
-        element<V, OP>(i, a, b, c, d, e, f, dinv, flag, sc, half, acc);
+        element<V, OP>(i, a, b, c, d, e, f, dinv, flag, k, half, acc);
     if (NRED == 0) return;
 
     __shared__ double scratch0[BLOCK / 32], scratch1[BLOCK / 32];

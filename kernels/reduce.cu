@@ -26,36 +26,9 @@ template <class V, class Op, int VECS>
 __global__ void __launch_bounds__(REDUCE_BLOCK)
 reduce_partials(const V* __restrict__ x, const long long n, V* __restrict__ partials) {
     __shared__ V scratch[REDUCE_BLOCK / 32];
-    using Vec = sg::vec16<V>;
-    constexpr int W = Vec::N;
     const Op op{};
-    const long long thread = (long long)blockIdx.x * REDUCE_BLOCK + threadIdx.x;
-    const long long threads = (long long)gridDim.x * REDUCE_BLOCK;
-    // x is aligned to sizeof(V) (a typed array) but maybe not to 16 bytes (a view): the few
-    // elements before the first 16-byte boundary and after the last whole vector go one per thread.
-    long long head = (long long)(((16 - ((unsigned long long)x & 15)) & 15) / sizeof(V));
-    if (head > n) head = n;
-    const long long n_vec = (n - head) / W;
-    const long long tail = head + n_vec * W;
     V acc = Op::identity();
-    if (thread < head) acc = op(acc, x[thread]);
-    if (thread < n - tail) acc = op(acc, x[tail + thread]);
-    const Vec* body = reinterpret_cast<const Vec*>(x + head);
-    long long v = thread;
-    for (; v + (VECS - 1) * threads < n_vec; v += VECS * threads) {
-        Vec chunk[VECS];
-#pragma unroll
-        for (int k = 0; k < VECS; ++k) chunk[k] = body[v + k * threads];
-#pragma unroll
-        for (int k = 0; k < VECS; ++k)
-#pragma unroll
-            for (int e = 0; e < W; ++e) acc = op(acc, chunk[k].v[e]);
-    }
-    for (; v < n_vec; v += threads) {
-        const Vec chunk = body[v];
-#pragma unroll
-        for (int e = 0; e < W; ++e) acc = op(acc, chunk.v[e]);
-    }
+    sg::for_each_strided<VECS>(x, n, [&](V value) { acc = op(acc, value); });
     acc = sg::block_reduce<REDUCE_BLOCK>(acc, op, scratch);
     if (threadIdx.x == 0) partials[blockIdx.x] = acc;
 }

@@ -5,12 +5,13 @@
 //
 // One thread per row, slots summed in order k = 0, 1, ...: bitwise reproducible run to run.
 // padded_row_sum is shared with SELL-C-sigma (kernels/spmv_sell.cu), which is ELL slice by slice.
+//
+// csr_to_slots builds the ELL, SELL-C-sigma and JDS layouts (and HYB's ELL part) from a CSR in
+// one pass: one thread per rank copies its row's entries to their slots and writes the padding.
 #include "common.cuh"
 
 constexpr int ELL_BLOCK = 256;
 constexpr int PADDED_UNROLL = 4;  // slots in flight per thread: four independent load chains
-
-namespace sg {
 
 // Sum of data[s] * x[indices[s]] over one row's slots s = first + k * stride, k < width,
 // stopping at the first padding slot (column < 0).
@@ -23,16 +24,14 @@ __device__ __forceinline__ V padded_row_sum(const I* __restrict__ indices, const
         I col[PADDED_UNROLL];
 #pragma unroll
         for (int u = 0; u < PADDED_UNROLL; ++u)
-            col[u] = k + u < width ? ldg(indices + first + (k + u) * stride) : I(-1);
+            col[u] = k + u < width ? sg::ldg(indices + first + (k + u) * stride) : I(-1);
 #pragma unroll
         for (int u = 0; u < PADDED_UNROLL; ++u)
-            if (col[u] >= 0) sum = sum + ldg(data + first + (k + u) * stride) * ldg(x + col[u]);
+            if (col[u] >= 0) sum = sum + sg::ldg(data + first + (k + u) * stride) * sg::ldg(x + col[u]);
         if (col[PADDED_UNROLL - 1] < 0) break;  // the row's padding has begun (or its slots ended)
     }
     return sum;
 }
-
-}  // namespace sg
 
 template <class V, class I>
 __global__ void __launch_bounds__(ELL_BLOCK)
@@ -40,6 +39,46 @@ ell_spmv(const I* __restrict__ indices, const V* __restrict__ data, const long l
          const long long n_rows, const V* __restrict__ x, V* __restrict__ y, const V alpha, const V beta) {
     const long long row = (long long)blockIdx.x * ELL_BLOCK + threadIdx.x;
     if (row >= n_rows) return;
-    const V sum = sg::padded_row_sum(indices, data, x, row, n_rows, width);
+    const V sum = padded_row_sum(indices, data, x, row, n_rows, width);
     y[row] = sg::axpby(alpha, sum, beta, y + row);
+}
+
+// Where csr_to_slots puts slot k of the row at `rank` (perm[rank]; the identity for ELL):
+constexpr int LAYOUT_ELL = 0;   // rank + k * n_rows, for k < width; entries past width are left
+                                // out (HYB sends them to its COO part)
+constexpr int LAYOUT_SELL = 1;  // offsets[rank / C] + k * C + rank % C, for k below the slice's
+                                // width (offsets[s + 1] - offsets[s]) / C
+constexpr int LAYOUT_JDS = 2;   // offsets[k] + rank, for k below the row's length (no padding)
+
+// Every slot of the layout is written (padding: column -1, value 0), so the outputs need no
+// initialisation. n_ranks threads: n_rows, or for SELL every lane of every slice (the last
+// slice's lanes past n_rows write padding only). Each slot is written by one thread, once.
+template <class V, class I, int LAYOUT>
+__global__ void __launch_bounds__(ELL_BLOCK)
+csr_to_slots(const I* __restrict__ indptr, const I* __restrict__ indices, const V* __restrict__ data,
+             const I* __restrict__ perm, const long long* __restrict__ offsets, const long long C,
+             const long long width, const long long n_rows, const long long n_ranks,
+             I* __restrict__ out_indices, V* __restrict__ out_data) {
+    const long long rank = (long long)blockIdx.x * ELL_BLOCK + threadIdx.x;
+    if (rank >= n_ranks) return;
+    long long begin = 0, length = 0;
+    if (rank < n_rows) {
+        const I row = LAYOUT == LAYOUT_ELL ? (I)rank : sg::ldg(perm + rank);
+        begin = sg::ldg(indptr + row);
+        length = sg::ldg(indptr + row + 1) - begin;
+    }
+    long long first = rank, stride = n_rows, slots = width;
+    if (LAYOUT == LAYOUT_SELL) {
+        const long long slice = rank / C;
+        first = sg::ldg(offsets + slice) + rank % C;
+        stride = C;
+        slots = (sg::ldg(offsets + slice + 1) - sg::ldg(offsets + slice)) / C;
+    }
+    if (LAYOUT == LAYOUT_JDS) slots = length;
+    for (long long k = 0; k < slots; ++k) {
+        const long long slot = LAYOUT == LAYOUT_JDS ? sg::ldg(offsets + k) + rank : first + k * stride;
+        const bool stored = k < length;
+        out_indices[slot] = stored ? sg::ldg(indices + begin + k) : I(-1);
+        out_data[slot] = stored ? sg::ldg(data + begin + k) : V(0);
+    }
 }

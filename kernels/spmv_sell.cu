@@ -21,7 +21,7 @@ sell_spmv(const long long* __restrict__ slice_ptr, const I* __restrict__ indices
     const long long slice = rank / C;
     const long long begin = sg::ldg(slice_ptr + slice);
     const long long width = (sg::ldg(slice_ptr + slice + 1) - begin) / C;
-    const V sum = sg::padded_row_sum(indices, data, x, begin + rank % C, (long long)C, width);
+    const V sum = padded_row_sum(indices, data, x, begin + rank % C, (long long)C, width);
     const I row = sg::ldg(perm + rank);
     y[row] = sg::axpby(alpha, sum, beta, y + row);
 }

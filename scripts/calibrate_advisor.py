@@ -31,7 +31,10 @@ def measure(out: Path, size: str) -> None:
 
     import sparsegpu
     from sparsegpu import datasets
-    from sparsegpu.bench.timing import median_gpu_ms
+    from sparsegpu.bench.timing import measure
+
+    def median_gpu_ms(fn, repeat: int = 20) -> float:
+        return measure(lambda _: fn(), "gpu", repeat=repeat).seconds * 1e3
 
     matrices = {name: (lambda name=name: datasets.load_matrix(name)) for name in datasets.real_matrix_names()}
     matrices.update({f"{family}-{size}": (lambda family=family: datasets.generate(family, size))

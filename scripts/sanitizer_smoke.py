@@ -43,8 +43,48 @@ def main() -> int:
                     ok = err < 1e-10
                     failures += not ok
                     print(f"{name:5s} deterministic={deterministic!s:5s} {label:6s} max error {err:.2e} {'ok' if ok else 'WRONG'}")
+    failures += check_primitives_solvers_and_stats(S)
     cupy.cuda.runtime.deviceSynchronize()
     return 1 if failures else 0
+
+
+def check_primitives_solvers_and_stats(S: sp.csr_array) -> int:
+    """Scans, reductions, histograms, device conversion, the advisor's structure kernel and the
+    fused Krylov kernels, each once, against NumPy/SciPy."""
+    from sparsegpu import advisor, convert, linalg, primitives
+
+    checks = []
+    for dtype in (np.int32, np.float64):
+        values = rng.integers(-50, 50, 70001).astype(dtype)
+        device = cupy.asarray(values)
+        offsets = np.array([0, 5, 5, 40000, 70001])
+        checks += [
+            ("inclusive_scan", primitives.inclusive_scan(device).get(), np.cumsum(values, dtype=dtype)),
+            ("exclusive_scan", primitives.exclusive_scan(device).get()[1:], np.cumsum(values, dtype=dtype)[:-1]),
+            ("reduce", primitives.reduce(device, "max").get(), values.max()),
+            ("segmented_reduce", primitives.segmented_reduce(device, cupy.asarray(offsets)).get(),
+             np.array([values[a:b].sum() for a, b in zip(offsets[:-1], offsets[1:])], dtype=dtype)),
+            ("segmented_scan", primitives.segmented_scan(device, cupy.asarray(offsets)).get(),
+             np.concatenate([np.cumsum(values[a:b], dtype=dtype) for a, b in zip(offsets[:-1], offsets[1:])])),
+        ]
+    keys = rng.integers(0, 300, 100000).astype(np.int32)
+    checks.append(("histogram", primitives.histogram(cupy.asarray(keys), 300, range=(0, 300)).get(), np.bincount(keys, minlength=300)))
+    coo = S.tocoo()
+    indptr, _, _ = convert.coo_to_csr(cupy.asarray(coo.row), cupy.asarray(coo.col), cupy.asarray(coo.data), S.shape)
+    checks.append(("coo_to_csr", indptr.get(), S.indptr))
+    checks.append(("matrix_stats", advisor.matrix_stats(S, backend="gpu").bandwidth, advisor.matrix_stats(S, backend="cpu").bandwidth))
+    poisson = sp.csr_array(sp.diags_array([-1.0, 2.05, -1.0], offsets=[-1, 0, 1], shape=(3000, 3000)))
+    b = rng.standard_normal(3000)
+    for method in ("cg", "bicgstab", "gmres", "minres"):
+        x, info = getattr(linalg, method)(sparsegpu.from_scipy(poisson, backend="gpu"), cupy.asarray(b), rtol=1e-8)
+        residual = np.linalg.norm(b - poisson @ x.get()) / np.linalg.norm(b)
+        checks.append((method, info == 0 and residual < 1e-7, True))
+    failures = 0
+    for name, got, want in checks:
+        ok = bool(np.allclose(got, want, rtol=1e-12, atol=1e-9))
+        failures += not ok
+        print(f"{name:18s} {'ok' if ok else 'WRONG'}")
+    return failures
 
 
 if __name__ == "__main__":

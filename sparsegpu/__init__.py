@@ -21,7 +21,9 @@ from sparsegpu._backend import (
 )
 from sparsegpu._kernels import KernelCompileError
 from sparsegpu.advisor import Advice, MatrixStats, advise, matrix_stats
-from sparsegpu.formats import COO, CSC, CSR, SparseMatrix, TransposedOperator
+from sparsegpu.formats import COO, CSC, CSR, ELL, HYB, JDS, SELL, SparseMatrix, TransposedOperator
+
+from sparsegpu import linalg  # noqa: E402  (after the formats it solves with)
 
 __version__ = "0.1.0"
 
@@ -30,12 +32,15 @@ def from_scipy(S: Any, format: str = "csr", **kwargs: Any) -> SparseMatrix:
     """Build a sparsegpu matrix of ``format`` from any scipy sparse matrix or array.
 
     ``format="auto"`` asks :func:`advise` and converts to its choice (on the device, from one
-    upload). ``kwargs`` go to the format's ``from_scipy`` (``dtype``, ``index_dtype``,
-    ``backend``, and format parameters).
+    upload). On the CPU backend it keeps CSR: the CPU runs reference twins, of which CSR's is
+    the fastest, while the advice describes the GPU. ``kwargs`` go to the format's
+    ``from_scipy`` (``dtype``, ``index_dtype``, ``backend``, and format parameters).
     """
     key = format.lower()
     if key == "auto":
         csr = CSR.from_scipy(S, **kwargs)
+        if csr.backend == "cpu":
+            return csr
         advice = advise(csr)
         return csr.asformat(advice.format, **advice.params)
     if key not in SparseMatrix.formats:
@@ -51,6 +56,10 @@ __all__ = [
     "COO",
     "CSC",
     "CSR",
+    "ELL",
+    "HYB",
+    "JDS",
+    "SELL",
     "BackendError",
     "KernelCompileError",
     "SparseMatrix",
@@ -59,6 +68,7 @@ __all__ = [
     "from_scipy",
     "get_options",
     "gpu_available",
+    "linalg",
     "options",
     "set_options",
 ]

@@ -363,14 +363,14 @@ def _autotune(csr: Any, formats: list[str], est: dict[str, Estimate]) -> tuple[d
     """Measured GB/s of each format's ``A @ x`` (bytes counted on stored entries only)."""
     if csr.backend != "gpu":
         raise ValueError("autotune measures on the GPU; this matrix is on the CPU backend")
-    from sparsegpu.bench.timing import median_gpu_ms
-    from sparsegpu.bench.bytes_model import spmv_bytes
-
     import cupy
+
+    from sparsegpu.bench.bytes_model import effective_gbps, spmv_bytes_of
+    from sparsegpu.bench.timing import measure
 
     x = cupy.random.default_rng(0).standard_normal(csr.shape[1]).astype(csr.dtype)
     want = csr @ x
-    nbytes = spmv_bytes(csr.shape, csr.nnz, csr.dtype, csr.index_dtype)
+    nbytes = spmv_bytes_of(csr)
     measured = {}
     for name in formats:
         A = csr.asformat(name, **est[name].params)
@@ -379,5 +379,5 @@ def _autotune(csr: Any, formats: list[str], est: dict[str, Estimate]) -> tuple[d
         scale = float(cupy.abs(want).max()) or 1.0
         if float(cupy.abs(y - want).max()) > 1e-6 * scale * max(csr.shape[1], 1):
             raise RuntimeError(f"{name} gave a wrong product during autotune")
-        measured[name] = nbytes / (median_gpu_ms(lambda: A.spmv(x, y)) * 1e6)
+        measured[name] = effective_gbps(nbytes, measure(lambda _: A.spmv(x, y), "gpu").seconds)
     return measured, max(measured, key=measured.__getitem__)

@@ -4,5 +4,9 @@ from sparsegpu.formats._base import SparseMatrix, TransposedOperator
 from sparsegpu.formats.coo import COO
 from sparsegpu.formats.csc import CSC
 from sparsegpu.formats.csr import CSR
+from sparsegpu.formats.ell import ELL
+from sparsegpu.formats.hyb import HYB
+from sparsegpu.formats.jds import JDS
+from sparsegpu.formats.sell import SELL
 
-__all__ = ["COO", "CSC", "CSR", "SparseMatrix", "TransposedOperator"]
+__all__ = ["COO", "CSC", "CSR", "ELL", "HYB", "JDS", "SELL", "SparseMatrix", "TransposedOperator"]

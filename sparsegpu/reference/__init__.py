@@ -5,6 +5,7 @@ clarity and vectorised speed, not to mimic the kernels' summation order, so GPU 
 to rounding, not bitwise.
 """
 
+from sparsegpu.reference.regular import csr_to_slots, ell_spmv, hyb_spmv, jds_spmv, sell_spmv
 from sparsegpu.reference.spmv import (
     coo_spmv,
     csc_spmv,
@@ -12,4 +13,14 @@ from sparsegpu.reference.spmv import (
     segment_sum,
 )
 
-__all__ = ["coo_spmv", "csc_spmv", "csr_spmv", "segment_sum"]
+__all__ = [
+    "coo_spmv",
+    "csc_spmv",
+    "csr_spmv",
+    "csr_to_slots",
+    "ell_spmv",
+    "hyb_spmv",
+    "jds_spmv",
+    "segment_sum",
+    "sell_spmv",
+]

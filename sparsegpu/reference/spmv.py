@@ -41,8 +41,15 @@ def coo_spmv(rows, cols, data, x, y, alpha=1, beta=0):
 
 
 def csr_spmv(indptr, indices, data, x, y, alpha=1, beta=0):
-    """CSR twin of kernels/spmv_csr.cu: rows gather ``data * x[indices]``."""
-    return _combine(y, segment_sum(_expand(indptr), data * x[indices], y.size), alpha, beta)
+    """CSR twin of kernels/spmv_csr.cu: rows gather ``data * x[indices]``, summed in entry
+    order (``np.add.reduceat`` over the row starts; empty rows give 0)."""
+    if y.size == 0:
+        return y
+    # A trailing zero keeps every row start a valid index for reduceat, empty rows at the end too.
+    products = np.concatenate([data * x[indices], np.zeros(1, y.dtype)])
+    sums = np.add.reduceat(products, indptr[:-1])
+    sums[indptr[1:] == indptr[:-1]] = 0  # reduceat yields the element itself for an empty segment
+    return _combine(y, sums, alpha, beta)
 
 
 def csc_spmv(indptr, indices, data, x, y, alpha=1, beta=0):

@@ -1,0 +1,85 @@
+"""Reference SpMV for the padded and permuted layouts (ELL, HYB, JDS, SELL-C-sigma):
+y = alpha * A x + beta * y, written into y, over exactly the arrays the kernels read.
+
+As in the kernels, padding slots (column -1) are skipped and, when ``beta`` is zero, ``y`` is
+not read (it may hold garbage). Sums accumulate in float64 (complex128) through
+:func:`sparsegpu.reference.spmv.segment_sum`, so CPU and GPU agree to rounding, not bitwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sparsegpu.reference.spmv import _combine, segment_sum
+
+
+def _padded_sums(indices, data, rows_of_slots, x, n_rows):
+    """Row sums of ``data * x[indices]`` over the non-padding slots, ``rows_of_slots`` giving
+    each slot's row."""
+    stored = indices >= 0
+    return segment_sum(rows_of_slots[stored], data[stored] * x[indices[stored]], n_rows)
+
+
+def ell_spmv(indices, data, width, x, y, alpha=1, beta=0):
+    """ELL twin of kernels/spmv_ell.cu: slot k of row r at ``k * n_rows + r``."""
+    n_rows = y.size
+    rows = np.tile(np.arange(n_rows, dtype=np.int64), int(width))
+    return _combine(y, _padded_sums(indices, data, rows, x, n_rows), alpha, beta)
+
+
+def hyb_spmv(ell_indices, ell_data, width, coo_row, coo_col, coo_data, x, y, alpha=1, beta=0):
+    """HYB twin of kernels/spmv_ell.cu then kernels/spmv_coo.cu: the ELL part writes
+    ``alpha * A_ell x + beta * y``, the COO part adds ``alpha * A_coo x``."""
+    ell_spmv(ell_indices, ell_data, width, x, y, alpha, beta)
+    y += y.dtype.type(alpha) * segment_sum(coo_row, coo_data * x[coo_col], y.size)
+    return y
+
+
+def jds_spmv(jd_ptr, indices, data, perm, x, y, alpha=1, beta=0):
+    """JDS twin of kernels/spmv_jds.cu: entry i of jagged diagonal d belongs to row ``perm[i]``."""
+    diagonal = np.repeat(np.arange(jd_ptr.size - 1, dtype=np.int64), np.diff(jd_ptr))
+    rank = np.arange(indices.size, dtype=np.int64) - jd_ptr[diagonal]
+    return _combine(y, segment_sum(perm[rank], data * x[indices], y.size), alpha, beta)
+
+
+def sell_spmv(slice_ptr, indices, data, perm, C, x, y, alpha=1, beta=0):
+    """SELL-C-sigma twin of kernels/spmv_sell.cu: slot k of lane l of slice s at
+    ``slice_ptr[s] + k * C + l`` holds an entry of row ``perm[s * C + l]``."""
+    n_rows = y.size
+    slots = np.arange(indices.size, dtype=np.int64)
+    slice_of_slot = np.repeat(np.arange(slice_ptr.size - 1, dtype=np.int64), np.diff(slice_ptr))
+    rank = slice_of_slot * C + (slots - slice_ptr[slice_of_slot]) % C
+    # Padding rows of the last slice (rank >= n_rows) hold only padding slots.
+    rows = perm[np.minimum(rank, max(n_rows - 1, 0))] if n_rows else rank
+    return _combine(y, _padded_sums(indices, data, rows, x, n_rows), alpha, beta)
+
+
+#: Layout codes of kernels/spmv_ell.cu ``csr_to_slots``.
+LAYOUT_ELL, LAYOUT_SELL, LAYOUT_JDS = 0, 1, 2
+
+
+def csr_to_slots(indptr, indices, data, perm, offsets, C, width, n_rows, n_ranks, layout, out_indices, out_data):
+    """Twin of kernels/spmv_ell.cu ``csr_to_slots``: copy the CSR's entries into the ELL
+    (``rank + k * n_rows``, entries past ``width`` left out), SELL (``offsets[rank // C] +
+    k * C + rank % C``) or JDS (``offsets[k] + rank``) slots of their rows' ranks, every other
+    slot padding (column -1, value 0). ``perm[rank]`` is the row at ``rank`` (unused for ELL);
+    ``n_ranks`` is unused here (the kernel's thread count)."""
+    out_indices[...] = -1
+    out_data[...] = 0
+    rows = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(indptr))
+    k = np.arange(indices.size, dtype=np.int64) - indptr[rows]
+    if layout == LAYOUT_ELL:
+        keep = k < width
+        rank = rows[keep]
+        destination = rank + k[keep] * n_rows
+    else:
+        keep = slice(None)
+        ranks = np.empty(n_rows, dtype=np.int64)
+        ranks[perm] = np.arange(n_rows)
+        rank = ranks[rows]
+        if layout == LAYOUT_SELL:
+            destination = offsets[rank // C] + k * C + rank % C
+        else:
+            destination = offsets[k] + rank
+    out_indices[destination] = indices[keep]
+    out_data[destination] = data[keep]
