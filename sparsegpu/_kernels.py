@@ -75,7 +75,7 @@ def read_source(filename: str) -> str:
             included = match.group(1)
             if included not in seen:
                 out.append(expand(included, seen | {name, included}))
-            line = text.count("\n", 0, match.end()) + 1
+            line = text.count("\n", 0, match.end()) + 2  # the line after the include
             out.append(f'\n#line {line} "kernels/{name}"')
             last = match.end()
         out.append(text[last:])

@@ -466,9 +466,11 @@ def test_twins_follow_the_kernel_arguments(rng):
 # --------------------------------------------------------------------------- GPU: kernels vs twins
 
 
-def _gpu_vs_twin(S, fmt, params, rng, dtype=np.float64, index_dtype=None):
+def _gpu_vs_twin(S, fmt, params, rng, dtype=None, index_dtype=None):
     import cupy
 
+    if dtype is None:  # the matrix's own kind: complex matrices stay complex
+        dtype = np.complex128 if S.dtype.kind == "c" else np.float64
     A = sparsegpu.from_scipy(S, format=fmt, backend="gpu", dtype=dtype, index_dtype=index_dtype, **params)
     T = sparsegpu.from_scipy(S, format=fmt, backend="cpu", dtype=dtype, index_dtype=index_dtype, **params)
     assert all(isinstance(a, cupy.ndarray) for a in A._arrays().values())

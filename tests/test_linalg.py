@@ -443,7 +443,8 @@ def test_fused_step_matches_twin(op, n, dtype, flag, rng):
         np.testing.assert_allclose(to_numpy(got), want, rtol=tol, atol=tol)
     np.testing.assert_allclose(to_numpy(ws.sc), sc, rtol=1e-9 if dtype == np.float64 else 1e-4)
     np.testing.assert_array_equal(to_numpy(ws.st), st)
-    np.testing.assert_allclose(to_numpy(ws.history), host_hist, rtol=1e-9)
+    # The history holds norms from float32 dot products when dtype is float32.
+    np.testing.assert_allclose(to_numpy(ws.history), host_hist, rtol=1e-9 if dtype == np.float64 else 1e-5)
     assert int(ws.counter[0]) == 0
 
 
@@ -461,10 +462,12 @@ def test_gpu_solvers_match_scipy(method, problem, precond, rng):
     x_ref, info_ref, its_ref = counting(getattr(sla, method), S, b, M=scipy_preconditioner(precond, S), **kw)
     x, info, its = counting(SOLVERS[method], A, cp.asarray(b), M=our_preconditioner(precond, S), **kw)
     assert isinstance(x, cp.ndarray)
-    assert info == info_ref == 0 and abs(its - its_ref) <= 1
+    # As on the CPU: on the indefinite system the SpMV's summation order moves MINRES's stop.
+    assert info == info_ref == 0 and abs(its - its_ref) <= (max(2, its_ref // 50) if problem == "indefinite" else 1)
     x_host, info_host = SOLVERS[method](A, b, M=our_preconditioner(precond, S), **kw)  # numpy in, numpy out
     assert isinstance(x_host, np.ndarray) and info_host == 0
-    np.testing.assert_allclose(x_host, x_ref, rtol=1e-5, atol=1e-8 * np.abs(x_ref).max())
+    # Two solutions meeting rtol=1e-8 differ by up to cond(A) * 1e-8 (cond ~1.5e3 for "indefinite").
+    np.testing.assert_allclose(x_host, x_ref, rtol=1e-5, atol=1e-5 * np.abs(x_ref).max())
 
 
 @pytest.mark.gpu
