@@ -43,14 +43,15 @@ def measure(out: Path, size: str) -> None:
     dst = cupy.empty_like(src)
     copy_gbs = 2 * src.nbytes / (median_gpu_ms(lambda: dst.__setitem__(slice(None), src)) * 1e6)
     del src, dst
+    device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     records = []
     for name, make in matrices.items():
         S = make()
         csr = sparsegpu.CSR.from_scipy(S, backend="gpu")
         stats = advisor.matrix_stats(csr)
-        x = cupy.random.default_rng(1).standard_normal(csr.shape[1])
+        x = cupy.random.default_rng(1).standard_normal(csr.shape[1]).astype(csr.dtype)
         want = csr @ x
-        y = cupy.empty(csr.shape[0])
+        y = cupy.empty(csr.shape[0], csr.dtype)
         times, conversions = {}, {}
         csr_ms = median_gpu_ms(lambda: csr.spmv(x, y))
         for fmt in advisor.CANDIDATES:
@@ -67,13 +68,13 @@ def measure(out: Path, size: str) -> None:
             conversions[fmt] = median_gpu_ms(lambda: csr.asformat(fmt, **params), repeat=5) / csr_ms
             del A
         records.append({"matrix": name, "stats": asdict(stats), "time_us": times, "conversion_in_csr_spmv": conversions})
+        out.write_text(json.dumps({"device": device, "copy_GBps": copy_gbs, "records": records}, indent=1))
         best = min(times, key=times.__getitem__)
         print(f"{name:28s} nnz={csr.nnz:>10d} best {best:5s} {times[best]:9.1f}us  "
               + " ".join(f"{f}={t:.1f}" for f, t in times.items()), flush=True)
         del csr
         cupy.get_default_memory_pool().free_all_blocks()
-    device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
-    out.write_text(json.dumps({"device": device, "copy_GBps": copy_gbs, "records": records}, indent=1))
+
 
 
 def _stats(record: dict) -> advisor.MatrixStats:
