@@ -2,13 +2,15 @@
 
     python3 scripts/calibrate_advisor.py measure OUT.json [--size small|medium]   # on the GPU
     python3 scripts/calibrate_advisor.py fit MEASUREMENTS.json                   # anywhere
+    python3 scripts/calibrate_advisor.py validate [--size medium]                # on the GPU
 
 ``measure`` times every candidate format's ``A @ x`` (CUDA events, median) and its conversion
 from an uploaded CSR, over all real matrices and the generated families, with the advisor's
 statistics for each. ``fit`` fits the model's constants to those times (least squares on log
 time), writes them into sparsegpu/advisor_calibration.json (with the measurements' source),
 and prints, per matrix, the advised format (without autotune), the measured best, and the
-ratio of their measured times.
+ratio of their measured times. ``validate`` runs ``advise(autotune=True)`` on every matrix
+afresh and prints the same table from new measurements.
 """
 
 from __future__ import annotations
@@ -90,9 +92,12 @@ def fit(path: Path) -> None:
     names = list(advisor.CANDIDATES)
     base = advisor.calibration()
 
+    k = len(names)
+
     def model_from(theta: np.ndarray) -> dict:
         return {"copy_GBps": data["copy_GBps"], "launch_us": float(np.exp(theta[0])), "step_ns": float(np.exp(theta[1])),
-                "efficiency": {f: float(np.exp(t)) for f, t in zip(names, theta[2:])},
+                "efficiency": {f: float(np.exp(t)) for f, t in zip(names, theta[2:2 + k])},
+                "call_us": {f: float(np.exp(t)) for f, t in zip(names, theta[2 + k:])},
                 "conversion_in_csr_spmv": base["conversion_in_csr_spmv"]}
 
     def residuals(theta: np.ndarray) -> np.ndarray:
@@ -103,9 +108,10 @@ def fit(path: Path) -> None:
             out += [np.log(est[f].time_us / t) for f, t in record["time_us"].items()]
         return np.array(out)
 
-    start = np.log([base["launch_us"], base["step_ns"], *[base["efficiency"][f] for f in names]])
-    solution = least_squares(residuals, start, bounds=(np.log([0.5, 0.01] + [0.02] * len(names)),
-                                                      np.log([50, 100] + [1.5] * len(names))))
+    start = np.log([base["launch_us"], base["step_ns"], *[base["efficiency"][f] for f in names],
+                    *[base["call_us"][f] for f in names]])
+    solution = least_squares(residuals, start, bounds=(np.log([0.5, 0.01] + [0.02] * k + [1.0] * k),
+                                                      np.log([50, 1000] + [1.5] * k + [100.0] * k)))
     model = model_from(solution.x)
     model["conversion_in_csr_spmv"] = {
         f: round(float(np.median([r["conversion_in_csr_spmv"][f] for r in records if f in r["conversion_in_csr_spmv"]])), 1)
@@ -119,7 +125,7 @@ def fit(path: Path) -> None:
     for record in records:
         est = advisor.estimates(_stats(record), model)
         times = record["time_us"]
-        advised = min((f for f in times if est[f].refused is None), key=lambda f: est[f].time_us)
+        advised = advisor.rank(est, [f for f in times if est[f].refused is None])[0]
         best = min(times, key=times.__getitem__)
         ratio = times[advised] / times[best]
         within += ratio <= 1.10
@@ -127,6 +133,29 @@ def fit(path: Path) -> None:
         print(f"{record['matrix']:28s} {advised:8s} {best:8s} {ratio:.2f}")
     print(f"advised within 10% of the measured best on {within}/{len(records)} matrices; worst ratio {worst:.2f}")
     print("model:", json.dumps(model))
+
+
+def validate(size: str) -> None:
+    """advise(autotune=True) on every matrix: the advised format (chosen without measuring)
+    against the measured best, by measured GB/s."""
+    import cupy
+
+    import sparsegpu
+    from sparsegpu import datasets
+
+    names = [(name, lambda name=name: datasets.load_matrix(name)) for name in datasets.real_matrix_names()]
+    names += [(f"{family}-{size}", lambda family=family: datasets.generate(family, size, cache=True))
+              for family in datasets.GENERATED]
+    within, worst = 0, 1.0
+    print(f"{'matrix':28s} {'advised':8s} {'best':8s} ratio")
+    for name, make in names:
+        advice = sparsegpu.advise(sparsegpu.CSR.from_scipy(make(), backend="gpu"), autotune=True)
+        ratio = advice.measured[advice.measured_best] / advice.measured[advice.format]
+        within += ratio <= 1.10
+        worst = max(worst, ratio)
+        print(f"{name:28s} {advice.format:8s} {advice.measured_best:8s} {ratio:.2f}", flush=True)
+        cupy.get_default_memory_pool().free_all_blocks()
+    print(f"advised within 10% of the measured best on {within}/{len(names)} matrices; worst ratio {worst:.2f}")
 
 
 def main() -> None:
@@ -137,11 +166,15 @@ def main() -> None:
     m.add_argument("--size", default="medium")
     f = sub.add_parser("fit")
     f.add_argument("measurements", type=Path)
+    v = sub.add_parser("validate")
+    v.add_argument("--size", default="medium")
     args = parser.parse_args()
     if args.command == "measure":
         measure(args.out, args.size)
-    else:
+    elif args.command == "fit":
         fit(args.measurements)
+    else:
+        validate(args.size)
 
 
 if __name__ == "__main__":

@@ -5,8 +5,8 @@ pass of kernels/matrix_stats.cu over the pattern, less traffic than one SpMV), e
 format's SpMV time with a small model, and says which format to use, with what parameters and
 why. The model, per format f:
 
-    time_f = launches_f * t_launch + max(bytes_f / (efficiency_f * copy_bandwidth),
-                                         serial_steps_f * t_step)
+    time_f = call_f + (launches_f - 1) * t_launch
+             + max(bytes_f / (efficiency_f * copy_bandwidth), serial_steps_f * t_step)
 
 - ``bytes_f``: what format f's kernel reads and writes, padding included (stored values and
   indices, pointers or permutations, x once, y once);
@@ -14,7 +14,9 @@ why. The model, per format f:
   launches; CSR adds two when it has rows past the sub-warp limit);
 - ``serial_steps_f``: the longest chain of loop steps one thread runs (a row's length for ELL,
   JDS and SELL, which give a row one thread; bounded for CSR and COO, which split long rows);
-- ``t_launch``, ``t_step``, ``copy_bandwidth`` and the per-format ``efficiency_f`` are
+- ``call_f``: the fixed cost of one product in format f (the Python call, its first launch,
+  any workspace it allocates);
+- ``t_launch``, ``t_step``, ``copy_bandwidth``, ``call_f`` and ``efficiency_f`` are
   calibrated on a GPU by ``scripts/calibrate_advisor.py`` from measured SpMV times over the
   real and generated matrices; the fit and its measurements are kept in
   ``sparsegpu/advisor_calibration.json``.
@@ -51,6 +53,9 @@ CALIBRATION_FILE = Path(__file__).with_name("advisor_calibration.json")
 #: Formats the advisor may recommend for ``A @ x``. CSC is left out: its deterministic
 #: ``A @ x`` gathers over a CSR copy, so it is never faster than CSR for that product.
 CANDIDATES = ("csr", "coo", "ell", "hyb", "jds", "sell")
+#: CSR is kept unless another format is predicted faster by more than this: it needs no
+#: conversion, and smaller predicted differences are within the model's error.
+CSR_MARGIN = 1.05
 
 
 @dataclass
@@ -269,8 +274,10 @@ def estimates(stats: MatrixStats, model: dict[str, Any] | None = None) -> dict[s
     overflow = round(nnz * (1 - stats.hyb_ell_fraction))
     shapes: dict[str, tuple[int, int, int, dict[str, Any]]] = {
         # format: (bytes, launches, serial steps, params)
+        # CSR's row kernel takes four entries per step; long rows go to chunks of
+        # LONG_CHUNK / 256 entries per thread in two more launches.
         "csr": (nnz * (v + i) + (m + 1) * i + vectors, 1 + 2 * bool(stats.csr_long_rows),
-                -(-min(stats.row_max, limit) // tpr) + (LONG_CHUNK // 256 if stats.csr_long_rows else 0), {}),
+                max(-(-min(stats.row_max, limit) // (4 * tpr)), LONG_CHUNK // 256 if stats.csr_long_rows else 0), {}),
         "coo": (nnz * (v + 2 * i) + vectors + m * v, 1 + _coo_launches(nnz), COO_TILE // 32, {}),
         "ell": (m * stats.row_max * (v + i) + vectors, 1, stats.row_max, {}),
         "hyb": (m * stats.hyb_width * (v + i) + overflow * (v + 2 * i) + vectors,
@@ -284,13 +291,24 @@ def estimates(stats: MatrixStats, model: dict[str, Any] | None = None) -> dict[s
     bandwidth = model["copy_GBps"] * 1e3  # bytes per microsecond
     for name, (nbytes, launches, steps, params) in shapes.items():
         streaming = nbytes / (model["efficiency"][name] * bandwidth)
-        time_us = launches * model["launch_us"] + max(streaming, steps * model["step_ns"] / 1e3)
+        time_us = (model["call_us"][name] + (launches - 1) * model["launch_us"]
+                   + max(streaming, steps * model["step_ns"] / 1e3))
         refused = None
         if name == "ell" and stats.ell_fill > DEFAULT_MAX_FILL:
             refused = f"padding {stats.ell_fill:.1f} per entry exceeds ELL's limit {DEFAULT_MAX_FILL}"
         out[name] = Estimate(bytes=int(nbytes), launches=launches, serial_steps=int(steps),
                              time_us=time_us, params=params, refused=refused)
     return out
+
+
+def rank(est: dict[str, Estimate], allowed: list[str]) -> list[str]:
+    """``allowed`` formats by predicted time, with CSR first when within :data:`CSR_MARGIN`
+    of the fastest."""
+    ranking = sorted(allowed, key=lambda f: est[f].time_us)
+    if "csr" in ranking and est["csr"].time_us <= CSR_MARGIN * est[ranking[0]].time_us:
+        ranking.remove("csr")
+        ranking.insert(0, "csr")
+    return ranking
 
 
 def _reason(choice: str, stats: MatrixStats, est: dict[str, Estimate], ranking: list[str]) -> str:
@@ -345,7 +363,7 @@ def advise(A: Any, *, n_spmv: int | None = None, autotune: bool = False, backend
         payoff = {f: conversion[f] * est["csr"].time_us + n_spmv * est[f].time_us for f in allowed}
         ranking = sorted(allowed, key=payoff.__getitem__)
     else:
-        ranking = sorted(allowed, key=lambda f: est[f].time_us)
+        ranking = rank(est, allowed)
     choice = ranking[0]
     reason = _reason(choice, stats, est, ranking)
     if payoff is not None and choice == "csr" and min(allowed, key=lambda f: est[f].time_us) != "csr":
