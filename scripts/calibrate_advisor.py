@@ -146,14 +146,20 @@ def validate(size: str) -> None:
     names = [(name, lambda name=name: datasets.load_matrix(name)) for name in datasets.real_matrix_names()]
     names += [(f"{family}-{size}", lambda family=family: datasets.generate(family, size, cache=True))
               for family in datasets.GENERATED]
+    from sparsegpu.bench.timing import measure
+
     within, worst = 0, 1.0
-    print(f"{'matrix':28s} {'advised':8s} {'best':8s} ratio")
+    print(f"{'matrix':28s} {'advised':8s} {'best':8s} ratio  stats/SpMV")
     for name, make in names:
-        advice = sparsegpu.advise(sparsegpu.CSR.from_scipy(make(), backend="gpu"), autotune=True)
+        csr = sparsegpu.CSR.from_scipy(make(), backend="gpu")
+        advice = sparsegpu.advise(csr, autotune=True)
         ratio = advice.measured[advice.measured_best] / advice.measured[advice.format]
         within += ratio <= 1.10
         worst = max(worst, ratio)
-        print(f"{name:28s} {advice.format:8s} {advice.measured_best:8s} {ratio:.2f}", flush=True)
+        x, y = cupy.ones(csr.shape[1], csr.dtype), cupy.empty(csr.shape[0], csr.dtype)
+        stats_cost = (measure(lambda _: advisor.matrix_stats(csr), "gpu", repeat=5).seconds
+                      / measure(lambda _: csr.spmv(x, y), "gpu", repeat=5).seconds)
+        print(f"{name:28s} {advice.format:8s} {advice.measured_best:8s} {ratio:.2f}  {stats_cost:6.1f}", flush=True)
         cupy.get_default_memory_pool().free_all_blocks()
     print(f"advised within 10% of the measured best on {within}/{len(names)} matrices; worst ratio {worst:.2f}")
 

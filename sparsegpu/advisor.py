@@ -1,7 +1,8 @@
 """The format advisor: row-length statistics -> per-format estimates -> a choice -> reasons.
 
-``advise(S)`` reads a matrix once on its backend (on the GPU: a length histogram and one
-pass of kernels/matrix_stats.cu over the pattern, less traffic than one SpMV), estimates each
+``advise(S)`` reads a matrix once on its backend (on the GPU: a row-length histogram with
+:mod:`sparsegpu.primitives` and one pass of kernels/matrix_stats.cu over the pattern, less
+traffic than one SpMV), estimates each
 format's SpMV time with a small model, and says which format to use, with what parameters and
 why. The model, per format f:
 
@@ -37,6 +38,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from sparsegpu import primitives
 from sparsegpu._backend import backend_of
 from sparsegpu._kernels import KernelFile, device_properties
 from sparsegpu.formats._base import SparseMatrix, as_scipy_sparse
@@ -201,7 +203,8 @@ def matrix_stats(A: Any, *, backend: str | None = None) -> MatrixStats:
     m, n = csr.shape
     nnz = csr.nnz
     lengths = xp.diff(csr.indptr)
-    counts = (xp.bincount(lengths) if m else xp.zeros(1, dtype=np.int64))
+    longest = int(primitives.reduce(lengths, "max")) if m else 0
+    counts = primitives.histogram(lengths, longest + 1, range=(0, longest + 1)) if m else np.zeros(1, np.int64)
     counts = counts.get() if backend_of(counts) == "gpu" else np.asarray(counts)
     k = np.arange(counts.size, dtype=np.float64)
     mean = nnz / m if m else 0.0
