@@ -15,6 +15,7 @@ from sparsegpu.formats.ell import DEFAULT_MAX_FILL
 from sparsegpu.formats.hyb import hyb_width
 from sparsegpu.formats.sell import SELL_CHUNKS
 from sparsegpu.reference import regular as twins
+from tests.conftest import poisoned, to_numpy, xp_for
 
 REAL_MATRICES = datasets.real_matrix_names()
 requires_matrices = pytest.mark.skipif(not REAL_MATRICES, reason="shared/matrices not found")
@@ -37,24 +38,6 @@ VARIANT_IDS = [f"{f}-{'-'.join(f'{k}={v}' for k, v in p.items()) or 'default'}" 
 
 
 # --------------------------------------------------------------------------- helpers
-# (conftest.py's helpers are not importable as a module under every pytest import mode.)
-
-
-def xp_for(backend: str):
-    if backend == "gpu":
-        import cupy
-
-        return cupy
-    return np
-
-
-def to_numpy(a) -> np.ndarray:
-    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
-
-
-def poisoned(shape, dtype, xp):
-    """An output buffer full of NaN, so unwritten entries show."""
-    return xp.full(shape, np.nan, dtype=dtype)
 
 
 def canonical(S, dtype=None) -> sp.csr_array:
