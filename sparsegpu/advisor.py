@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from sparsegpu import primitives
 from sparsegpu._backend import backend_of
@@ -327,7 +326,7 @@ def _reason(choice: str, stats: MatrixStats, est: dict[str, Estimate], ranking: 
         "hyb": (f"Row lengths are skewed (mean {s.row_mean:.1f}, max {s.row_max}, cv {s.row_cv:.2f}): HYB with width "
                 f"{s.hyb_width} keeps {s.hyb_ell_fraction:.0%} of the entries in coalesced ELL slots and sends the "
                 "overflow of the long rows to a COO part."),
-        "jds": (f"Rows sorted by length give jagged diagonals with no padding"
+        "jds": ("Rows sorted by length give jagged diagonals with no padding"
                 + (f"; the matrix is {s.triangular} triangular, where JDS's sorted rows balance the work."
                    if s.triangular else ".")),
         "sell": (f"Slices of {DEFAULT_C} rows sorted within windows of {DEFAULT_SIGMA} pad only "

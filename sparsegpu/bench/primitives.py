@@ -18,7 +18,6 @@ Float results are compared with a float64 NumPy reference relative to the sum of
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -32,14 +31,6 @@ from sparsegpu.bench.timing import measure
 HISTOGRAM_BINS = 256
 CASES = (("inclusive_scan", "int32"), ("inclusive_scan", "float64"), ("reduce", "int32"), ("reduce", "float64"),
          ("histogram", "int32"))
-
-
-def sparsegpu_primitives() -> Any:
-    """The ``sparsegpu.primitives`` module, or None where the package does not have it yet."""
-    try:
-        return importlib.import_module("sparsegpu.primitives")
-    except ImportError:
-        return None
 
 
 def make_input(op: str, dtype: str, n: int, backend: str, seed: int = 0) -> Any:
@@ -64,16 +55,14 @@ def implementations(op: str, backend: str) -> dict[str, Callable[[Any], Any]]:
         "reduce": lambda x: xp.sum(x),
         "histogram": lambda v: xp.bincount(v, minlength=HISTOGRAM_BINS),
     }
-    out = {}
-    module = sparsegpu_primitives()
-    if module is not None:
-        out["sparsegpu"] = {
-            "inclusive_scan": lambda x: module.inclusive_scan(x),
-            "reduce": lambda x: module.reduce(x, op="sum"),
-            "histogram": lambda v: module.histogram(v, HISTOGRAM_BINS, range=(0, HISTOGRAM_BINS)),
-        }[op]
-    out[baseline] = calls[op]
-    return out
+    from sparsegpu import primitives
+
+    ours = {
+        "inclusive_scan": lambda x: primitives.inclusive_scan(x),
+        "reduce": lambda x: primitives.reduce(x, op="sum"),
+        "histogram": lambda v: primitives.histogram(v, HISTOGRAM_BINS, range=(0, HISTOGRAM_BINS)),
+    }
+    return {"sparsegpu": ours[op], baseline: calls[op]}
 
 
 def model_bytes(op: str, n: int, dtype: str) -> int:

@@ -16,7 +16,6 @@ first synchronisation cancel out. The bytes model of an iteration is
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import statistics
 import time
@@ -34,14 +33,6 @@ TARGET_GRIDS = (2000, 316)
 UNREACHABLE = {"rtol": 1e-30, "atol": 0.0}
 
 
-def sparsegpu_linalg() -> Any:
-    """The ``sparsegpu.linalg`` package, or None where the package does not have it yet."""
-    try:
-        return importlib.import_module("sparsegpu.linalg")
-    except ImportError:
-        return None
-
-
 def _tolerance_kwargs(cg: Callable[..., Any]) -> dict[str, float]:
     """``rtol`` (SciPy >= 1.12, sparsegpu) or ``tol`` (older cupyx) set out of reach."""
     names = inspect.signature(cg).parameters
@@ -51,15 +42,13 @@ def _tolerance_kwargs(cg: Callable[..., Any]) -> dict[str, float]:
 def solvers(backend: str, S: Any, b_host: np.ndarray) -> dict[str, Callable[[int], Any]]:
     """``{name: run(iterations)}`` for every CG available on ``backend``, solving ``S x = b``,
     each on its own copy of ``S`` and b (converted once, outside the timing)."""
-    out: dict[str, Callable[[int], Any]] = {}
-    linalg = sparsegpu_linalg()
-    if linalg is not None:
-        import sparsegpu
+    import sparsegpu
+    from sparsegpu import linalg
 
-        A = sparsegpu.from_scipy(S, "csr", backend=backend)
-        b = sparsegpu.formats._base.to_backend(b_host, backend)
-        kwargs = _tolerance_kwargs(linalg.cg)
-        out["sparsegpu"] = lambda k: linalg.cg(A, b, maxiter=k, **kwargs)
+    A = sparsegpu.from_scipy(S, "csr", backend=backend)
+    b = sparsegpu.formats._base.to_backend(b_host, backend)
+    kwargs = _tolerance_kwargs(linalg.cg)
+    out: dict[str, Callable[[int], Any]] = {"sparsegpu": lambda k: linalg.cg(A, b, maxiter=k, **kwargs)}
     if backend == "gpu":
         import cupy
         import cupyx.scipy.sparse as csp
@@ -125,17 +114,12 @@ def bench_cg(backend: str, grids: Sequence[int] = TARGET_GRIDS, iterations: int 
     return rows
 
 
-def linalg_compare_cg(grids: Sequence[int], iterations: int = 50, repeats: int = 3) -> list[Any] | None:
+def linalg_compare_cg(grids: Sequence[int], iterations: int = 50, repeats: int = 3) -> list[Any]:
     """``sparsegpu.linalg._bench.compare_cg(n_side, iterations, repeats)`` (issue 8's own
-    GPU comparison) for each grid side, when the package has it; else None. A call that
-    raises is recorded as ``{"n_side": ..., "error": ...}``."""
-    try:
-        module = importlib.import_module("sparsegpu.linalg._bench")
-    except ImportError:
-        return None
-    compare = getattr(module, "compare_cg", None)
-    if compare is None:
-        return None
+    GPU comparison) for each grid side. A call that raises is recorded as
+    ``{"n_side": ..., "error": ...}``."""
+    from sparsegpu.linalg._bench import compare_cg as compare
+
     out = []
     for grid in grids:
         try:

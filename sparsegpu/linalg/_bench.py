@@ -27,13 +27,6 @@ def poisson2d(n_side: int) -> sp.csr_array:
     return sp.csr_array(sp.kron(I, T) + sp.kron(T, I))
 
 
-def _format() -> str:
-    """The format a solver would get for a scipy matrix: the advisor's choice when it exists."""
-    import sparsegpu
-
-    return "auto" if hasattr(sparsegpu, "advise") else "csr"
-
-
 def _median_seconds(run: Callable[[], Any], repeats: int, synchronize: Callable[[], None]) -> float:
     run()  # warm-up
     synchronize()
@@ -83,7 +76,7 @@ def compare_cg(n_side: int, iterations: int, repeats: int = 5, scipy_iterations:
     rng = np.random.default_rng(0)
     b_host = rng.standard_normal(S.shape[0]).astype(dtype)
     b = cupy.asarray(b_host)
-    A = sparsegpu.from_scipy(S, format=_format(), backend="gpu")
+    A = sparsegpu.from_scipy(S, format="auto", backend="gpu")
     A_cupyx = csp.csr_matrix(S)
 
     def synchronize() -> None:
@@ -124,7 +117,7 @@ def compare_solvers(n_side: int, iterations: int, repeats: int = 3,
     S = poisson2d(n_side)
     b_host = np.random.default_rng(0).standard_normal(S.shape[0])
     b = cupy.asarray(b_host)
-    A = sparsegpu.from_scipy(S, format=_format(), backend="gpu")
+    A = sparsegpu.from_scipy(S, format="auto", backend="gpu")
 
     def synchronize() -> None:
         cupy.cuda.Device().synchronize()

@@ -24,11 +24,10 @@ def _is_cupyx_sparse(A: Any) -> bool:
 
 def _convert_sparse(S: Any, target: Backend) -> SparseMatrix:
     """A scipy sparse matrix as a sparsegpu matrix on ``target``, in the format the advisor
-    picks (``format="auto"``) when the advisor exists, else CSR. Setup cost, paid once."""
+    picks (``format="auto"``). Setup cost, paid once."""
     import sparsegpu
 
-    fmt = "auto" if hasattr(sparsegpu, "advise") else "csr"
-    return sparsegpu.from_scipy(S, format=fmt, backend=target)
+    return sparsegpu.from_scipy(S, format="auto", backend=target)
 
 
 def working_dtype(*dtypes: Any) -> np.dtype:
