@@ -3,6 +3,7 @@
     python3 scripts/calibrate_advisor.py measure OUT.json [--size small|medium]   # on the GPU
     python3 scripts/calibrate_advisor.py fit MEASUREMENTS.json                   # anywhere
     python3 scripts/calibrate_advisor.py validate [--size medium]                # on the GPU
+    python3 scripts/calibrate_advisor.py stats-cost FAMILY... [--size large]     # on the GPU
 
 ``measure`` times every candidate format's ``A @ x`` (CUDA events, median) and its conversion
 from an uploaded CSR, over all real matrices and the generated families, with the advisor's
@@ -164,6 +165,25 @@ def validate(size: str) -> None:
     print(f"advised within 10% of the measured best on {within}/{len(names)} matrices; worst ratio {worst:.2f}")
 
 
+def stats_cost(families: list[str], size: str) -> None:
+    """Time of ``matrix_stats`` over the time of one CSR SpMV, on generated matrices."""
+    import cupy
+
+    import sparsegpu
+    from sparsegpu import datasets
+    from sparsegpu.bench.timing import measure
+
+    for family in families:
+        csr = sparsegpu.CSR.from_scipy(datasets.generate(family, size, cache=True), backend="gpu")
+        x, y = cupy.ones(csr.shape[1], csr.dtype), cupy.empty(csr.shape[0], csr.dtype)
+        stats_s = measure(lambda _: advisor.matrix_stats(csr), "gpu", repeat=5).seconds
+        spmv_s = measure(lambda _: csr.spmv(x, y), "gpu", repeat=5).seconds
+        print(f"{family}-{size}: statistics {stats_s * 1e3:.3f} ms, CSR SpMV {spmv_s * 1e3:.3f} ms, "
+              f"ratio {stats_s / spmv_s:.2f}", flush=True)
+        del csr
+        cupy.get_default_memory_pool().free_all_blocks()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -174,11 +194,16 @@ def main() -> None:
     f.add_argument("measurements", type=Path)
     v = sub.add_parser("validate")
     v.add_argument("--size", default="medium")
+    c = sub.add_parser("stats-cost")
+    c.add_argument("families", nargs="+")
+    c.add_argument("--size", default="large")
     args = parser.parse_args()
     if args.command == "measure":
         measure(args.out, args.size)
     elif args.command == "fit":
         fit(args.measurements)
+    elif args.command == "stats-cost":
+        stats_cost(args.families, args.size)
     else:
         validate(args.size)
 
