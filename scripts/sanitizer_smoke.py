@@ -49,8 +49,8 @@ def main() -> int:
 
 
 def check_primitives_solvers_and_stats(S: sp.csr_array) -> int:
-    """Scans, reductions, histograms, device conversion, the advisor's structure kernel and the
-    fused Krylov kernels, each once, against NumPy/SciPy."""
+    """Scans, reductions, histograms, device conversion, the advisor's structure kernel, the
+    fused Krylov kernels and the streamed transfers, each once, against NumPy/SciPy."""
     from sparsegpu import advisor, convert, linalg, primitives
 
     checks = []
@@ -83,6 +83,11 @@ def check_primitives_solvers_and_stats(S: sp.csr_array) -> int:
         residual, reference = (np.linalg.norm(b - poisson @ v) for v in (x.get(), x_ref))
         print(f"{method}: info {info}, residual {residual:.2e} (SciPy {reference:.2e})")
         checks.append((method, info == 0 and residual <= 3 * max(reference, 1e-8 * np.linalg.norm(b)), True))
+    streamed = sparsegpu.upload_csr(S, chunk_bytes=1 << 16)
+    checks.append(("upload_csr", (streamed.to_scipy() != S).nnz == 0, True))
+    x = rng.standard_normal(S.shape[1])
+    big = sparsegpu.OutOfCoreCSR(S, device_budget_bytes=S.data.nbytes // 2)
+    checks.append(("OutOfCoreCSR", big @ x, S @ x))
     failures = 0
     for name, got, want in checks:
         ok = bool(np.allclose(got, want, rtol=1e-12, atol=1e-9))

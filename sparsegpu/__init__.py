@@ -22,6 +22,16 @@ from sparsegpu._backend import (
 from sparsegpu._kernels import KernelCompileError
 from sparsegpu.advisor import Advice, MatrixStats, advise, matrix_stats
 from sparsegpu.formats import COO, CSC, CSR, ELL, HYB, JDS, SELL, SparseMatrix, TransposedOperator
+from sparsegpu.transfer import (
+    OutOfCoreCSR,
+    PinnedPool,
+    TransferReport,
+    pin,
+    pinned_empty,
+    unpin,
+    upload,
+    upload_csr,
+)
 
 from sparsegpu import linalg  # noqa: E402  (after the formats it solves with)
 
@@ -51,6 +61,9 @@ def from_scipy(S: Any, format: str = "csr", **kwargs: Any) -> SparseMatrix:
 __all__ = [
     "Advice",
     "MatrixStats",
+    "OutOfCoreCSR",
+    "PinnedPool",
+    "TransferReport",
     "advise",
     "matrix_stats",
     "COO",
@@ -70,5 +83,10 @@ __all__ = [
     "gpu_available",
     "linalg",
     "options",
+    "pin",
+    "pinned_empty",
     "set_options",
+    "unpin",
+    "upload",
+    "upload_csr",
 ]

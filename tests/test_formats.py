@@ -336,3 +336,11 @@ def test_bad_matrices_and_formats():
         sparsegpu.from_scipy(sp.eye(3).astype(np.longdouble))
     with pytest.raises(ValueError, match="int32 cannot hold"):
         sparsegpu.from_scipy(sp.csr_array((2, 2**31)), index_dtype=np.int32)
+
+
+def test_from_scipy_never_changes_the_callers_matrix(backend):
+    indices = np.array([2, 0, 2], dtype=np.int64)
+    S = sp.csr_array((np.array([1.0, 2.0, 3.0]), indices, np.array([0, 3, 3], dtype=np.int64)), shape=(2, 3))
+    A = sparsegpu.from_scipy(S, backend=backend)
+    assert S.data.tolist() == [1.0, 2.0, 3.0] and S.indices.tolist() == [2, 0, 2]
+    assert A.to_scipy().toarray().tolist() == [[2.0, 0.0, 4.0], [0.0, 0.0, 0.0]]

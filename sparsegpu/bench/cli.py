@@ -21,6 +21,7 @@ from sparsegpu import datasets
 from sparsegpu._backend import resolve_backend
 from sparsegpu.bench import primitives as primitives_bench
 from sparsegpu.bench import report, solvers, spmv, timing
+from sparsegpu.bench import transfer as transfer_bench
 
 #: The matrices the performance targets of issues 2 and 5 name, at the sizes they name.
 TARGETS = ("poisson2d:large", "stencil27:large", "rmat:large", "random_uniform:large", "lower_triangular:medium")
@@ -57,6 +58,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--primitives", action="store_true", help="scan, reduce, histogram vs the array library's")
     parser.add_argument("--cg", action="store_true", help="CG per iteration vs cupyx and SciPy (2-D Poisson)")
     parser.add_argument("--python-overhead", action="store_true", help="host cost of one spmv call, 1000-row CSR")
+    parser.add_argument("--transfer", action="store_true", help="streamed upload (pinned, pageable) vs cupyx and the "
+                        "H2D rate, and out-of-core SpMV, on a 2.48 GB CSR (20M rows at --size medium/large)")
     return parser.parse_args(argv)
 
 
@@ -215,13 +218,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             payload["cg_linalg"] = compared
     if args.python_overhead:
         payload["python_overhead"] = spmv.python_overhead(backend)
+    if args.transfer:
+        with progress(1) as bar:
+            payload["transfer"] = transfer_bench.bench_transfer(backend, transfer_bench.ROWS[size], repeat=3,
+                                                                seed=args.seed, on_step=bar.step)
+            bar.advance()
     args.out.mkdir(parents=True, exist_ok=True)
     report.write_json(args.out / "bench.json", payload)
     charted = bool(payload.get("spmv")) and report.plot_spmv(args.out / "bench.png", payload)
     report.print_tables(payload)
     for compared in payload.get("cg_linalg", []):
         print(f"\nsparsegpu.linalg._bench.compare_cg: {compared}")
-    bad = failures(payload)
+    if "transfer" in payload:
+        transfer_bench.print_transfer(payload["transfer"])
+    bad = failures(payload) + transfer_bench.failures(payload.get("transfer"))
     if bad:
         print(f"\nWRONG or failed: {', '.join(bad)}")
     print(f"\nwrote {args.out / 'bench.json'}" + (f" and {args.out / 'bench.png'}" if charted else ""))

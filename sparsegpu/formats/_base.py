@@ -52,8 +52,9 @@ def canonical_scipy(S: Any, layout: str, dtype: Any = None, index_dtype: Any = N
     value_dt = _validate.value_dtype(S.dtype if dtype is None else dtype)
     compressed = (sp.csr_array if layout == "csr" else sp.csc_array)(S)
     if not compressed.has_canonical_format:
-        if compressed.indices is getattr(S, "indices", None):
-            compressed = compressed.copy()  # never sort the caller's arrays in place
+        # The conversion may share the caller's arrays (also through index-dtype views), and
+        # sum_duplicates works in place: copy first, so the caller's matrix never changes.
+        compressed = compressed.copy()
         compressed.sum_duplicates()
     index_dt = _validate.index_dtype(compressed.shape, compressed.nnz, index_dtype)
     compressed.data = compressed.data.astype(value_dt, copy=False)

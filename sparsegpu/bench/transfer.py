@@ -1,0 +1,235 @@
+"""The streaming benchmark (``python -m sparsegpu.bench --no-spmv --transfer``): host -> device
+bandwidth, streamed CSR upload from pinned and pageable arrays against cupyx, and out-of-core
+SpMV against the time its bytes take at the pinned rate.
+
+Every figure is end to end: from host arrays to a ready device matrix (validated, canonical),
+timed on the host after a device synchronise; the median of ``repeat`` runs after a warm-up.
+GB/s counts the matrix's host bytes (values + indices + row pointers) once.
+
+>>> result = bench_transfer("cpu", rows=2000, per_row=4, repeat=1)
+>>> [row["what"] for row in result["rows"]][:2]
+['upload_csr, pageable, pack=threads', 'upload_csr, pageable, pack=register']
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsegpu import transfer
+from sparsegpu.bench.timing import synchronize
+
+#: Rows of the benchmark matrix by ``--size``: 20M rows x 10 per row, float64/int32, is
+#: 2.48 GB (as in ``../shared/anchors``); the small size keeps the CPU run quick.
+ROWS = {"small": 200_000, "medium": 20_000_000, "large": 20_000_000}
+PER_ROW = 10
+
+
+def build_matrix(rows: int, per_row: int = PER_ROW, cols: int | None = None, seed: int = 0) -> sp.csr_array:
+    """A canonical CSR, ``per_row`` entries in every row, float64 values, int32 indices,
+    generated vectorised: row i's k-th column is drawn from the k-th of ``per_row`` equal
+    column bands, so columns come out sorted and distinct without a sort (20M x 10 in a few
+    seconds).
+
+    >>> S = build_matrix(5, 3, seed=1)
+    >>> S.shape, S.nnz, bool(S.has_canonical_format)
+    ((5, 5), 15, True)
+    """
+    cols = rows if cols is None else cols
+    band = cols // per_row
+    if band < 1:
+        raise ValueError(f"{cols} columns cannot hold {per_row} distinct columns per row")
+    rng = np.random.default_rng(seed)
+    indices = rng.integers(0, band, size=(rows, per_row), dtype=np.int32)
+    indices += np.arange(per_row, dtype=np.int32) * np.int32(band)
+    data = rng.random(rows * per_row)
+    indptr = np.arange(0, rows * per_row + 1, per_row, dtype=np.int32)
+    S = sp.csr_array((data, indices.reshape(-1), indptr), shape=(rows, cols), copy=False)
+    S.has_canonical_format = True  # true by construction; spares scipy a pass over 200M entries
+    return S
+
+
+def unsorted_copy(S: sp.csr_array) -> sp.csr_array:
+    """The same matrix with every row's columns reversed (not canonical, no duplicates)."""
+    per_row = int(S.indptr[1] - S.indptr[0]) if S.shape[0] else 0
+    indices = np.ascontiguousarray(S.indices.reshape(-1, per_row)[:, ::-1]).reshape(-1)
+    data = np.ascontiguousarray(S.data.reshape(-1, per_row)[:, ::-1]).reshape(-1)
+    U = sp.csr_array((data, indices, S.indptr), shape=S.shape, copy=False)
+    U.has_sorted_indices = False
+    return U
+
+
+def _median_seconds(fn: Callable[[], Any], backend: str, repeat: int, warmup: int = 1) -> tuple[float, Any]:
+    """Median host seconds of ``fn()`` (device synchronised around each call) and the last
+    result."""
+    result = None
+    for _ in range(warmup):
+        result = fn()
+        synchronize(backend)
+        result = None
+    samples = []
+    for _ in range(max(1, repeat)):
+        synchronize(backend)
+        start = time.perf_counter()
+        result = fn()
+        synchronize(backend)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples), result
+
+
+def h2d_bandwidth(backend: str, nbytes: int = 1 << 30, repeat: int = 5) -> dict[str, float]:
+    """Host -> device GB/s of a ``nbytes`` copy from pinned and from pageable memory (CuPy
+    copies; NaN on the CPU backend)."""
+    if backend != "gpu":
+        return {"pinned": float("nan"), "pageable": float("nan")}
+    import cupy
+
+    device = cupy.empty(nbytes, np.uint8)
+    pinned = transfer.pinned_empty(nbytes, np.uint8)
+    pinned[...] = 1
+    pageable = np.ones(nbytes, np.uint8)
+    stream = cupy.cuda.get_current_stream()
+    pinned_s, _ = _median_seconds(lambda: device.set(pinned, stream=stream), backend, repeat)
+    pageable_s, _ = _median_seconds(lambda: device.set(pageable), backend, repeat)
+    device = pinned = pageable = None  # release before emptying the pool
+    cupy.get_default_memory_pool().free_all_blocks()
+    return {"pinned": nbytes / pinned_s / 1e9, "pageable": nbytes / pageable_s / 1e9}
+
+
+def _same_csr(A: Any, B: Any) -> bool:
+    """Same arrays (on the device when both are there)."""
+    xp = A._xp
+    return all(bool(xp.array_equal(xp.asarray(a), xp.asarray(b)))
+               for a, b in ((A.indptr, B.indptr), (A.indices, B.indices), (A.data, B.data)))
+
+
+def bench_transfer(backend: str, rows: int = ROWS["medium"], per_row: int = PER_ROW, repeat: int = 3,
+                   seed: int = 0, on_step: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Every timing of the streaming benchmark, as a dict for ``bench.json``: ``rows`` (one
+    per measurement: what, seconds, GB/s, share of the pinned H2D rate, ratio to cupyx),
+    ``h2d`` (the measured rates), ``reports`` (per-stage timelines) and ``status`` (``ok``, or
+    ``wrong`` when a result differs from the reference)."""
+    step = on_step or (lambda text: None)
+    step("building the matrix")
+    build_start = time.perf_counter()
+    S = build_matrix(rows, per_row, seed=seed)
+    U = unsorted_copy(S)
+    build_s = time.perf_counter() - build_start
+    nbytes = int(S.data.nbytes + S.indices.nbytes + S.indptr.nbytes)
+    step("host -> device bandwidth")
+    h2d = h2d_bandwidth(backend)
+    results: list[dict[str, Any]] = []
+    reports: dict[str, str] = {}
+    wrong: list[str] = []
+    reference = transfer.upload_csr(S, backend=backend)
+
+    def record(what: str, seconds: float, *, cupyx_s: float | None = None, report: Any = None) -> None:
+        gbps = nbytes / seconds / 1e9
+        results.append({"what": what, "seconds": seconds, "gbps": gbps, "of_pinned": gbps / h2d["pinned"],
+                        "vs_cupyx": (cupyx_s / seconds) if cupyx_s else None})
+        if report is not None:
+            reports[what] = repr(report)
+
+    def timed_upload(what: str, matrix: Any, check: Any, **kwargs: Any) -> float:
+        step(what)
+        seconds, (A, report) = _median_seconds(
+            lambda: transfer.upload_csr(matrix, backend=backend, report=True, **kwargs), backend, repeat)
+        if not _same_csr(A, check):
+            wrong.append(what)
+        record(what, seconds, report=report)
+        return seconds
+
+    cupyx_s = cupyx_unsorted_s = None
+    if backend == "gpu":
+        import cupyx.scipy.sparse
+
+        step("cupyx csr_matrix, canonical")
+        cupyx_s, _ = _median_seconds(lambda: cupyx.scipy.sparse.csr_matrix(S), backend, repeat)
+        step("cupyx csr_matrix, unsorted")
+        cupyx_unsorted_s, _ = _median_seconds(lambda: cupyx.scipy.sparse.csr_matrix(U), backend, 1, warmup=0)
+    for pack in ("threads", "register"):
+        timed_upload(f"upload_csr, pageable, pack={pack}", S, reference, pack=pack)
+    cores = os.cpu_count() or 1
+    if cores > transfer.default_pack_threads():
+        timed_upload(f"upload_csr, pageable, pack=threads, {cores} threads", S, reference, pack_threads=cores)
+    timed_upload("upload_csr, pageable, unsorted (canonicalised on the device)", U, reference)
+    if cupyx_s is not None:
+        record("cupyx.scipy.sparse.csr_matrix(S), canonical", cupyx_s)
+        record("cupyx.scipy.sparse.csr_matrix(U), unsorted", cupyx_unsorted_s)
+        for row in results:
+            if row["what"].startswith("upload_csr, pageable, pack"):  # canonical input
+                row["vs_cupyx"] = cupyx_s / row["seconds"]
+            elif "unsorted (canon" in row["what"]:
+                row["vs_cupyx"] = cupyx_unsorted_s / row["seconds"]
+    U = None  # its 2.4 GB go back before the matrix is pinned
+    step("pinning the matrix")
+    arrays = [transfer.pin(a) for a in (S.data, S.indices, S.indptr)]
+    P = sp.csr_array(tuple(arrays), shape=S.shape, copy=False)
+    P.has_canonical_format = True
+    try:
+        timed_upload("upload_csr, pinned arrays", P, reference)
+        step("out-of-core SpMV")
+        out_of_core = _bench_out_of_core(P, reference, backend, repeat, nbytes, h2d["pinned"])
+        if out_of_core.pop("wrong"):
+            wrong.append("out-of-core SpMV")
+        reports["out-of-core SpMV"] = out_of_core.pop("report")
+    finally:
+        for a in arrays:
+            transfer.unpin(a)
+    return {"matrix": {"rows": rows, "per_row": per_row, "nnz": int(S.nnz), "bytes": nbytes, "build_s": build_s},
+            "h2d": h2d, "rows": results, "out_of_core": out_of_core, "reports": reports,
+            "status": "wrong" if wrong else "ok", "wrong": wrong}
+
+
+def _bench_out_of_core(P: sp.csr_array, reference: Any, backend: str, repeat: int, nbytes: int,
+                       pinned_gbps: float) -> dict[str, Any]:
+    """Out-of-core SpMV of ``P`` (pinned) under a budget of half its bytes, x resident."""
+    budget = nbytes // 2
+    A = transfer.OutOfCoreCSR(P, device_budget_bytes=budget, backend=backend)
+    x = np.random.default_rng(1).random(P.shape[1])
+    if backend == "gpu":
+        import cupy
+
+        x = cupy.asarray(x)
+    expected = reference @ x
+    seconds, y = _median_seconds(lambda: A.spmv(x), backend, repeat)  # the warm-up builds the plans
+    A.spmv(x, report=True)  # the timeline, from a run of its own (its events are not in the timing)
+    copy_s = nbytes / (pinned_gbps * 1e9)  # NaN on the CPU backend
+    xp = reference._xp
+    return {"budget_bytes": budget, "blocks": len(A.blocks), "seconds": seconds, "pinned_copy_s": copy_s,
+            "ratio": seconds / copy_s, "wrong": not bool(xp.array_equal(y, expected)), "report": repr(A.last_report)}
+
+
+def print_transfer(result: dict[str, Any], file: Any = None) -> None:
+    """The benchmark's table and per-stage timelines, as text."""
+    out = file or sys.stdout
+    matrix, h2d = result["matrix"], result["h2d"]
+    print(f"\nStreamed transfers: CSR {matrix['rows']} rows x {matrix['per_row']} per row, "
+          f"{matrix['bytes'] / 1e9:.2f} GB (built in {matrix['build_s']:.1f} s); H2D pinned {h2d['pinned']:.1f} GB/s, "
+          f"pageable {h2d['pageable']:.1f} GB/s", file=out)
+    print(f"{'what':<62} {'ms':>9} {'GB/s':>7} {'% pinned':>9} {'x cupyx':>8}", file=out)
+    for row in result["rows"]:
+        ratio = f"{row['vs_cupyx']:.2f}" if row["vs_cupyx"] else "-"
+        print(f"{row['what']:<62} {row['seconds'] * 1e3:9.1f} {row['gbps']:7.1f} "
+              f"{row['of_pinned'] * 100:8.0f}% {ratio:>8}", file=out)
+    ooc = result["out_of_core"]
+    print(f"out-of-core SpMV, budget {ooc['budget_bytes'] / 1e9:.2f} GB ({ooc['blocks']} blocks): "
+          f"{ooc['seconds'] * 1e3:.1f} ms vs pinned copy of its bytes {ooc['pinned_copy_s'] * 1e3:.1f} ms: "
+          f"ratio {ooc['ratio']:.3f} (target <= 1.15)", file=out)
+    print("per-stage timelines:", file=out)
+    for what, text in result["reports"].items():
+        print(f"  {what}: {text}", file=out)
+    if result["wrong"]:
+        print(f"WRONG: {', '.join(result['wrong'])}", file=out)
+
+
+def failures(result: dict[str, Any] | None) -> list[str]:
+    """``transfer/<what>`` for each wrong result."""
+    return [f"transfer/{what}" for what in (result or {}).get("wrong", [])]
