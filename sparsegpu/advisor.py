@@ -44,12 +44,13 @@ from sparsegpu.formats._base import SparseMatrix, as_scipy_sparse
 from sparsegpu.formats._compressed import LONG_CHUNK, long_row_limit, threads_per_row
 from sparsegpu.formats.coo import TILE as COO_TILE
 from sparsegpu.formats.ell import DEFAULT_MAX_FILL
-from sparsegpu.formats.hyb import hyb_width
+from sparsegpu.formats.hyb import width_for_counts
 from sparsegpu.formats.sell import DEFAULT_C, DEFAULT_SIGMA
 from sparsegpu.reference.stats import csr_structure as structure_twin
 
 STATS_BLOCK = 256  # kernels/matrix_stats.cu STATS_BLOCK
-STATS_KERNELS = KernelFile("matrix_stats.cu", [f"csr_structure<{{I}}, {t}>" for t in (1, 4, 32)])
+STATS_CHUNK = 256  # kernels/matrix_stats.cu STATS_CHUNK
+STATS_KERNELS = KernelFile("matrix_stats.cu", ["csr_structure<{I}>"])
 CALIBRATION_FILE = Path(__file__).with_name("advisor_calibration.json")
 #: Formats the advisor may recommend for ``A @ x``. CSC is left out: its deterministic
 #: ``A @ x`` gathers over a CSR copy, so it is never faster than CSR for that product.
@@ -178,19 +179,18 @@ def _as_csr(A: Any, backend: str | None) -> Any:
     return CSR.from_scipy(S, backend=backend)
 
 
-def _structure(csr: Any, mean_length: float) -> np.ndarray:
+def _structure(csr: Any) -> np.ndarray:
     """[below, on, above, sum |i-j|, max |i-j|] over the stored entries."""
     if csr.backend == "cpu":
         return structure_twin(csr.indptr, csr.indices)
     import cupy
 
     out = cupy.zeros(5, dtype=np.uint64)
-    rows = csr.shape[0]
-    if rows and csr.nnz:
-        tpr = 1 if mean_length < 8 else 4 if mean_length < 64 else 32
-        kernel = STATS_KERNELS.function(f"csr_structure<{{I}}, {tpr}>", np.float64, csr.index_dtype)
-        blocks = min(-(-rows * tpr // STATS_BLOCK), 4 * device_properties()["multiprocessors"])
-        kernel((blocks,), (STATS_BLOCK,), (csr.indptr, csr.indices, csr.index_dtype.type(rows), out))
+    if csr.nnz:
+        kernel = STATS_KERNELS.function("csr_structure<{I}>", np.float64, csr.index_dtype)
+        chunks_per_block = STATS_BLOCK // 32
+        blocks = min(-(-csr.nnz // (STATS_CHUNK * chunks_per_block)), 4 * device_properties()["multiprocessors"])
+        kernel((blocks,), (STATS_BLOCK,), (csr.indptr, csr.indices, csr.index_dtype.type(csr.shape[0]), out))
     return out.get().astype(np.int64)
 
 
@@ -212,11 +212,11 @@ def matrix_stats(A: Any, *, backend: str | None = None) -> MatrixStats:
     cumulative = np.cumsum(counts)
     quantiles = {f"p{int(q * 100)}": int(np.searchsorted(cumulative, q * m)) if m else 0 for q in (0.5, 0.9, 0.99)}
     row_max = int(present[-1]) if present.size else 0
-    width = hyb_width(lengths, csr.dtype, csr.index_dtype, xp) if m else 0
+    width = width_for_counts(counts, csr.dtype, csr.index_dtype) if m else 0
     in_ell = float((np.minimum(k, width) * counts).sum())
     sell_slots = _sell_slots(lengths, DEFAULT_C, xp)
     limit = long_row_limit(threads_per_row(mean))
-    below, on, above, distance, band = (int(v) for v in _structure(csr, mean))
+    below, on, above, distance, band = (int(v) for v in _structure(csr))
     return MatrixStats(
         rows=m, cols=n, nnz=nnz,
         density=nnz / (m * n) if m and n else 0.0,
@@ -242,12 +242,13 @@ def matrix_stats(A: Any, *, backend: str | None = None) -> MatrixStats:
 
 def _sell_slots(lengths: Any, c: int, xp: Any) -> int:
     """Stored slots of SELL with slices of c rows and no sorting: an upper bound for any sigma."""
-    m = lengths.size
-    if m == 0:
-        return 0
-    padded = xp.zeros(-(-m // c) * c, dtype=lengths.dtype)
-    padded[:m] = lengths
-    return int(padded.reshape(-1, c).max(axis=1).sum()) * c
+    whole = lengths.size - lengths.size % c
+    slots = xp.zeros((), dtype=np.int64)
+    if whole:
+        slots = slots + lengths[:whole].reshape(-1, c).max(axis=1).sum(dtype=np.int64)
+    if whole < lengths.size:
+        slots = slots + lengths[whole:].max()
+    return int(slots) * c
 
 
 # --------------------------------------------------------------------------- the model

@@ -57,15 +57,6 @@ from sparsegpu.formats.ell import (
 from sparsegpu.reference import regular as twins
 
 
-def length_histogram(lengths: Any, xp: ModuleType) -> tuple[int, Any]:
-    """(longest row, ``rows_longer[k]`` = rows with more than k entries, k = 0 .. longest - 1)."""
-    if lengths.size == 0:
-        return 0, xp.zeros(0, dtype=lengths.dtype)
-    longest = int(lengths.max())
-    at_most = xp.cumsum(primitives.histogram(lengths, longest + 1, range=(0, longest + 1)))
-    return longest, (lengths.size - at_most[:longest]).astype(lengths.dtype)
-
-
 def hyb_width(lengths: Any, value_dtype: Any, index_dtype: Any, xp: ModuleType) -> int:
     """The ELL width K that minimises the bytes model in this module's docstring for rows of
     ``lengths`` (the smallest such K on ties), computed on the lengths' backend.
@@ -76,19 +67,29 @@ def hyb_width(lengths: Any, value_dtype: Any, index_dtype: Any, xp: ModuleType) 
     >>> hyb_width(np.array([2, 2, 2, 2, 2, 2, 2, 900]), np.float64, np.int32, np)
     2
     """
-    value_bytes, index_bytes = np.dtype(value_dtype).itemsize, np.dtype(index_dtype).itemsize
-    longest, rows_longer = length_histogram(lengths, xp)
-    if longest == 0:
+    if lengths.size == 0:
         return 0
-    rows_over = xp.zeros(longest + 1, dtype=np.float64)  # rows longer than K, K = 0 .. longest
-    rows_over[:longest] = rows_longer
-    overflow = xp.zeros(longest + 1, dtype=np.float64)  # entries past slot K
-    overflow[:longest] = xp.cumsum(rows_over[:longest][::-1])[::-1]
-    widths = xp.arange(longest + 1, dtype=np.float64)
-    cost = (lengths.size * widths * (value_bytes + index_bytes)
+    longest = int(lengths.max())
+    counts = primitives.histogram(lengths, longest + 1, range=(0, longest + 1))
+    return width_for_counts(counts.get() if xp is not np else counts, value_dtype, index_dtype)
+
+
+def width_for_counts(counts: np.ndarray, value_dtype: Any, index_dtype: Any) -> int:
+    """:func:`hyb_width` from the row-length histogram on the host (``counts[k]`` rows hold k
+    entries; it has ``longest + 1`` bins, so it is small).
+
+    >>> width_for_counts(np.array([0, 0, 7, 0, 1]), np.float64, np.int32)
+    2
+    """
+    value_bytes, index_bytes = np.dtype(value_dtype).itemsize, np.dtype(index_dtype).itemsize
+    rows = float(counts.sum())
+    rows_over = rows - np.cumsum(counts, dtype=np.float64)  # rows longer than K, K = 0 .. longest
+    overflow = np.cumsum(rows_over[::-1])[::-1]  # entries past slot K
+    widths = np.arange(counts.size, dtype=np.float64)
+    cost = (rows * widths * (value_bytes + index_bytes)
             + overflow * (value_bytes + 2 * index_bytes)
             + rows_over * 2 * value_bytes)
-    return int(xp.argmin(cost))
+    return int(np.argmin(cost))
 
 
 def overflow_entries(csr: Any, width: int) -> tuple[Any, Any, Any]:
