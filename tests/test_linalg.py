@@ -116,8 +116,8 @@ def test_matches_scipy_float64(method, problem, precond, rng):
     assert isinstance(x, np.ndarray) and x.dtype == np.float64
     assert info == info_ref == 0
     # On the indefinite system, rounding differences in the SpMV's summation order shift
-    # MINRES's stopping step by up to two iterations.
-    assert abs(its - its_ref) <= (max(2, its_ref // 50) if problem == "indefinite" else 1)
+    # MINRES's stopping step (3 in ~120 iterations seen, 4 of 200 right-hand sides).
+    assert abs(its - its_ref) <= (max(4, its_ref // 25) if problem == "indefinite" else 1)
     residual = np.linalg.norm(b - S @ x)
     if method == "minres":  # minres stops on norm(r) <= rtol * norm(A) * norm(x): compare with SciPy
         assert residual <= 3 * max(np.linalg.norm(b - S @ x_ref), 1e-8 * np.linalg.norm(b))
@@ -156,8 +156,8 @@ def test_bcsstk16_matches_scipy(method, precond, rng):
     x, info, its = counting(SOLVERS[method], S, b, rtol=1e-6, M=our_preconditioner(precond, S))
     assert info == info_ref == 0
     # bcsstk16 (condition number ~1e10) makes the stopping step sensitive to the SpMV's
-    # summation order: shifts of 2 in ~160 iterations were seen.
-    assert abs(its - its_ref) <= max(1, its_ref // 50)
+    # summation order: shifts of 3 in ~150 iterations were seen (1 of 60 right-hand sides).
+    assert abs(its - its_ref) <= max(1, its_ref // 25)
     if method == "cg":
         assert np.linalg.norm(b - S @ x) <= 1.5e-6 * np.linalg.norm(b)
 
@@ -463,7 +463,7 @@ def test_gpu_solvers_match_scipy(method, problem, precond, rng):
     x, info, its = counting(SOLVERS[method], A, cp.asarray(b), M=our_preconditioner(precond, S), **kw)
     assert isinstance(x, cp.ndarray)
     # As on the CPU: on the indefinite system the SpMV's summation order moves MINRES's stop.
-    assert info == info_ref == 0 and abs(its - its_ref) <= (max(2, its_ref // 50) if problem == "indefinite" else 1)
+    assert info == info_ref == 0 and abs(its - its_ref) <= (max(4, its_ref // 25) if problem == "indefinite" else 1)
     x_host, info_host = SOLVERS[method](A, b, M=our_preconditioner(precond, S), **kw)  # numpy in, numpy out
     assert isinstance(x_host, np.ndarray) and info_host == 0
     # Two solutions meeting rtol=1e-8 differ by up to cond(A) * 1e-8 (cond ~1.5e3 for "indefinite").
