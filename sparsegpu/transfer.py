@@ -49,10 +49,11 @@ from sparsegpu.formats.csr import CSR
 
 PackStrategy = Literal["threads", "register", "auto"]
 
-#: Default staging pool: 4 buffers of 64 MiB (enough for two streams to each have one buffer
-#: being packed while another is in flight).
+#: Default staging pool: 4 buffers of 128 MiB (enough for two streams to each have one buffer
+#: being packed while another is in flight; on the H200 host 128 MiB chunks uploaded pageable
+#: arrays 10-15% faster than 64 MiB ones, and 32 MiB or less was slower still).
 DEFAULT_BUFFERS = 4
-DEFAULT_BUFFER_BYTES = 64 << 20
+DEFAULT_BUFFER_BYTES = 128 << 20
 #: Host page size: ``pack="register"`` places chunk boundaries on page boundaries so that no
 #: two chunks register the same page.
 PAGE_BYTES = mmap.PAGESIZE
@@ -80,8 +81,10 @@ def _check_positive(name: str, value: Any) -> int:
 def _check_pack(pack: str) -> str:
     if pack not in ("threads", "register", "auto"):
         raise ValueError(f"pack must be 'threads', 'register' or 'auto', not {pack!r}")
-    # auto = threads: on the H200 host 8 packing threads ran at 45 GB/s, cudaHostRegister at
-    # about 25 GB/s (../shared/anchors); the lead's benchmark measures both in the pipeline.
+    # auto = threads. Measured in this pipeline on the H200 host (2.48 GB, pageable): packing
+    # with 8 threads ~26 GB/s end to end, registering ~20 GB/s (the driver serialises
+    # cudaHostRegister: ~28 GB/s at most, whatever the number of threads), and registering a
+    # share of the chunks while packing the others gave no more than packing alone.
     return "threads" if pack == "auto" else pack
 
 
@@ -225,7 +228,7 @@ class PinnedPool:
     """A pool of page-locked host staging buffers, allocated once and reused by every upload
     that is given the pool.
 
-    ``buffers`` buffers of ``buffer_bytes`` each (default 4 x 64 MiB). The memory is freed by
+    ``buffers`` buffers of ``buffer_bytes`` each (default 4 x 128 MiB). The memory is freed by
     :meth:`close`, at the end of a ``with`` block, or at exit. If pinned allocation fails
     (locked-memory limits, no GPU driver), the pool warns with the cause and uses pageable
     buffers: transfers stay correct, only slower. On the CPU backend buffers are plain NumPy.
@@ -782,7 +785,7 @@ def upload(arrays: Any, *, dtypes: Sequence[Any] | None = None, chunk_bytes: int
     backend), cast on the device to ``dtypes`` when given.
 
     ``chunk_bytes``: bytes per chunk (default: the pool's buffer size). ``pool``: a
-    :class:`PinnedPool` (default: a shared 4 x 64 MiB pool). ``pack``: how pageable arrays
+    :class:`PinnedPool` (default: a shared 4 x 128 MiB pool). ``pack``: how pageable arrays
     reach pinned memory: ``"threads"`` (copy into pool buffers with ``pack_threads`` threads),
     ``"register"`` (``cudaHostRegister`` the chunk's own pages for the copy) or ``"auto"``
     (default, currently ``"threads"``: faster in the H200 anchors). Arrays already pinned are
@@ -864,6 +867,12 @@ class _CsrChecks:
         self.indptr_ready: list[Any] = []
         self.waited: set[int] = set()
 
+    def _search(self, positions: Any, side: Literal["left", "right"]) -> Any:
+        """``np.searchsorted`` over the host row pointers with needles of their own dtype: a
+        needle of another dtype (a Python int, int64 against int32 pointers) makes NumPy cast
+        the whole pointer array on every call (40 ms at 20M rows)."""
+        return np.searchsorted(self.indptr_host, np.asarray(positions, dtype=self.indptr_host.dtype), side=side)
+
     def __call__(self, chunk: Chunk, arrived: Any, stream: Any) -> None:
         import cupy
 
@@ -882,8 +891,8 @@ class _CsrChecks:
         if arrived.size > 1:
             drops = arrived[1:] <= arrived[:-1]
             # Row starts strictly inside the chunk may go down: clear their pair.
-            first = int(np.searchsorted(self.indptr_host, chunk.start, side="right"))
-            last = int(np.searchsorted(self.indptr_host, chunk.stop, side="left"))
+            first = int(self._search(chunk.start, "right"))
+            last = int(self._search(chunk.stop, "left"))
             if last > first:
                 at = self.indptr_device[first:last].astype(np.int64) - (chunk.start + 1)
                 # Clipped into a spare slot, so malformed pointers cannot write out of bounds.
@@ -901,7 +910,7 @@ class _CsrChecks:
         # Pairs across chunk boundaries (those not at a row start), checked once at the end.
         starts = np.array([c.start for c in index_chunks[1:]], dtype=np.int64)
         if starts.size:
-            position = np.minimum(np.searchsorted(self.indptr_host, starts), self.indptr_host.size - 1)
+            position = np.minimum(self._search(starts, "left"), self.indptr_host.size - 1)
             at_row_start = self.indptr_host[position] == starts
             inner = cupy.asarray(starts[~at_row_start])
             if inner.size:
@@ -923,6 +932,17 @@ class _CsrChecks:
         if k and maxima.max() >= self.n_cols:
             raise ValueError(f"indices holds index {int(maxima.max())}, out of range for {self.n_cols} columns")
         return not unsorted.sum()
+
+
+#: ``from_scipy`` streams matrices of at least this many bytes (values and indices) through
+#: :func:`upload_csr` on the GPU; below it one plain copy costs less than setting up streams.
+STREAM_MIN_BYTES = 16 << 20
+
+
+def worth_streaming(S: Any) -> bool:
+    """Whether ``from_scipy`` uploads the scipy matrix ``S`` with :func:`upload_csr`."""
+    S = as_scipy_sparse(S)
+    return S.nnz * (S.dtype.itemsize + 4) >= STREAM_MIN_BYTES
 
 
 def _csr_input(S: Any) -> Any:

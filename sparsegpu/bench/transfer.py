@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsegpu import transfer
+from sparsegpu.formats.csr import CSR
 from sparsegpu.bench.timing import synchronize
 
 #: Rows of the benchmark matrix by ``--size``: 20M rows x 10 per row, float64/int32, is
@@ -160,11 +161,16 @@ def bench_transfer(backend: str, rows: int = ROWS["medium"], per_row: int = PER_
     if cores > transfer.default_pack_threads():
         timed_upload(f"upload_csr, pageable, pack=threads, {cores} threads", S, reference, pack_threads=cores)
     timed_upload("upload_csr, pageable, unsorted (canonicalised on the device)", U, reference)
+    step("CSR.from_scipy, pageable")
+    from_scipy_s, A = _median_seconds(lambda: CSR.from_scipy(S, backend=backend), backend, repeat)
+    if not _same_csr(A, reference):
+        wrong.append("CSR.from_scipy")
+    record("CSR.from_scipy(S), pageable (streamed when large)", from_scipy_s)
     if cupyx_s is not None:
         record("cupyx.scipy.sparse.csr_matrix(S), canonical", cupyx_s)
         record("cupyx.scipy.sparse.csr_matrix(U), unsorted", cupyx_unsorted_s)
         for row in results:
-            if row["what"].startswith("upload_csr, pageable, pack"):  # canonical input
+            if row["what"].startswith(("upload_csr, pageable, pack", "CSR.from_scipy")):  # canonical input
                 row["vs_cupyx"] = cupyx_s / row["seconds"]
             elif "unsorted (canon" in row["what"]:
                 row["vs_cupyx"] = cupyx_unsorted_s / row["seconds"]
