@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # The whole GPU check in one command, for the lent GPU machine (see ../shared/gpu/README.md):
-#   scripts/gpu_check.sh OUTDIR [STEP ...]      STEP: tests sanitizer bench targets asv (default: all)
+#   scripts/gpu_check.sh OUTDIR [STEP ...]      STEP: tests sanitizer bench targets transfer asv (default: all)
 # tests: the test suite with the GPU tests; sanitizer: compute-sanitizer memcheck and racecheck
 # over a small run of every kernel family; bench: the comparison command over all real matrices
 # and the generated families (medium); targets: the issues' performance targets (large
-# matrices, primitives at 2^28, CG, call overhead); asv: the asv suite, --quick.
+# matrices, primitives at 2^28, CG, call overhead); transfer: streamed uploads and out-of-core
+# SpMV on a 2.48 GB matrix; asv: the asv suite, --quick.
 # Logs go to OUTDIR; a summary table is printed last. Exit status 1 if any step failed.
 set -u -o pipefail
 out=$(realpath -m "${1:?usage: scripts/gpu_check.sh OUTDIR [STEP ...]}")
 shift
-steps=${*:-tests sanitizer bench targets asv}
+steps=${*:-tests sanitizer bench targets transfer asv}
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
@@ -35,6 +36,7 @@ if wants sanitizer; then
 fi
 wants bench && step bench python3 -m sparsegpu.bench --size medium --out "$out/bench"
 wants targets && step targets python3 -m sparsegpu.bench --matrices targets --primitives --cg --python-overhead --out "$out/targets"
+wants transfer && step transfer python3 -m sparsegpu.bench --no-spmv --transfer --size large --out "$out/transfer"
 if wants asv; then
     python3 -m pip install -q --no-index --no-deps --target /tmp/asv-site .shared/wheels/*.whl >/dev/null 2>&1
     export PYTHONPATH="/tmp/asv-site:$PYTHONPATH" ASV_PYTHONPATH="/tmp/asv-site:$PYTHONPATH"
