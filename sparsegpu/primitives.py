@@ -11,12 +11,13 @@ propagate NaN as NumPy does.
 
 Reproducibility on the GPU: reductions fold in a fixed order (two launches, no atomics) and are
 bitwise identical run to run on a given device. Integer scans use a single-pass decoupled
-look-back scan (exact). Float scans use reduce-then-scan by default (three launches, x read
-twice), which is bitwise reproducible; with ``sparsegpu.options(deterministic=False)`` they use
-the single-pass scan (x read once: a third less traffic) but with a prefix association that
-depends on timing, so the last bits can change run to run. :data:`DETERMINISTIC_FLOAT_SCAN`
-selects a reproducible single-pass scan instead (an ordered look-back). Histograms count with
-integer atomics and are exact.
+look-back scan (exact). Float scans are bitwise reproducible by default: a single pass whose
+look-back folds the tile totals strictly left to right (an "ordered look-back": every tile's
+prefix is the same sum whatever the timing); :data:`DETERMINISTIC_FLOAT_SCAN` =
+``"reduce-then-scan"`` selects the older reproducible path (three launches, x read twice).
+With ``sparsegpu.options(deterministic=False)`` float scans take the plain look-back, whose
+association of predecessors depends on timing, so the last bits can change run to run.
+Histograms count with integer atomics and are exact.
 
 >>> import numpy as np
 >>> from sparsegpu import primitives as P
@@ -52,15 +53,15 @@ LONG_BLOCK = 256  # kernels/reduce.cu LONG_BLOCK
 LONG_CHUNK = LONG_BLOCK * 16  # kernels/reduce.cu LONG_CHUNK (LONG_BLOCK * LONG_ITEMS)
 THREADS_PER_SEGMENT = (1, 2, 4, 8, 16, 32)
 HIST_BLOCK = 256  # kernels/histogram.cu HIST_BLOCK
-HIST_VECS = 4  # kernels/histogram.cu HIST_VECS
-HIST_BLOCKS_PER_SM = 4  # resident even with 48 KiB of shared memory each
+HIST_VECS = 8  # kernels/histogram.cu HIST_VECS
+HIST_BLOCKS_PER_SM = 4  # resident at 64 registers per thread, even with 48 KiB of shared memory each
 HIST_SHARED_BYTES = 48 * 1024  # shared memory a block may use without opting in
 HIST_MAX_PER_BLOCK = 2**31  # a block's 32-bit shared counters never overflow
 #: How float scans stay bitwise reproducible (the default, deterministic mode):
-#: "reduce-then-scan" (three launches, x read twice) or "ordered-lookback" (one pass; the
-#: look-back folds its predecessors' values strictly left to right from the nearest inclusive
-#: prefix, which gives the same bits whatever the timing; see kernels/scan.cu).
-DETERMINISTIC_FLOAT_SCAN = "reduce-then-scan"
+#: "ordered-lookback" (one pass; the look-back folds its predecessors' values strictly left to
+#: right from the nearest inclusive prefix, which gives the same bits whatever the timing; see
+#: kernels/scan.cu) or "reduce-then-scan" (three launches, x read twice).
+DETERMINISTIC_FLOAT_SCAN = "ordered-lookback"
 # (segmented, vectorised) variants the scan kernels are built for: vector loads only when plain.
 _SCAN_LAYOUTS = ((False, True), (False, False), (True, False))
 
@@ -93,9 +94,11 @@ SEGMENTED_REDUCE_KERNELS = {
     for op in OPS
 }
 UNIFORM_EDGES, ARRAY_EDGES, INTEGER_EDGES = 0, 1, 2  # kernels/histogram.cu
+GLOBAL_COUNTS, WARP_REPLICAS, LANE_COLUMNS = 0, 1, 2  # kernels/histogram.cu
 HISTOGRAM_KERNELS = KernelFile(
     "histogram.cu",
-    [f"histogram_counts<{{V}}, {e}, {_BOOL[s]}>" for e in (UNIFORM_EDGES, ARRAY_EDGES, INTEGER_EDGES) for s in (True, False)],
+    [f"histogram_counts<{{V}}, {e}, {c}>" for e in (UNIFORM_EDGES, ARRAY_EDGES, INTEGER_EDGES)
+     for c in (GLOBAL_COUNTS, WARP_REPLICAS, LANE_COLUMNS)],
     DTYPES,
     (np.int32,),
 )
@@ -186,15 +189,13 @@ def inclusive_scan(x: Any, *, op: str = "sum") -> Any:
 
     Integer sums wrap on overflow (like ``np.cumsum(x, dtype=x.dtype)``; pass int64 to avoid it).
 
-    On the GPU, integer scans run one pass with decoupled look-back (reads x once, writes y
-    once; exact). Float scans are bitwise reproducible by default: reduce-then-scan, three
-    launches that read x twice, so about 2/3 of the one-pass throughput on large arrays. With
-    ``sparsegpu.options(deterministic=False)`` floats take the one-pass scan too: faster, but
-    the association of each tile's prefix depends on which tiles had finished, so the last
-    bits can differ run to run. Inputs of one tile (4096 float32 / 2048 float64 elements) are
-    one pass and reproducible either way. ``DETERMINISTIC_FLOAT_SCAN = "ordered-lookback"``
-    makes the default float path a one-pass look-back that is reproducible too (it folds in a
-    fixed order; see kernels/scan.cu).
+    On the GPU, every scan is one pass with decoupled look-back (reads x once, writes y once).
+    Integer scans are exact. Float scans are bitwise reproducible by default: the look-back
+    folds the tile totals strictly left to right, so each tile's prefix is the same sum
+    whatever the timing. With ``sparsegpu.options(deterministic=False)`` the look-back joins
+    its predecessors as they come: the association, and so the last bits, can differ run to
+    run. ``DETERMINISTIC_FLOAT_SCAN = "reduce-then-scan"`` makes the default float path the
+    older three-launch scan (x read twice), reproducible as well.
 
     >>> import numpy as np
     >>> inclusive_scan(np.array([3.0, 1.0, 2.0]), op="max").tolist()
@@ -263,6 +264,40 @@ def _items_per_thread(dtype: np.dtype, segmented: bool) -> int:
     return (32 if segmented else 64) // np.dtype(dtype).itemsize
 
 
+class _LookbackState:
+    """The single-pass scan's look-back state on one device and stream (kernels/scan.cu):
+    a control word (epoch, ticket) and the tile descriptors. Zeroed once when allocated; each
+    launch leaves it ready for the next (new epoch, ticket 0), so no memset per call."""
+
+    def __init__(self, words: int) -> None:
+        import cupy
+
+        self.words = cupy.zeros(words, dtype=np.uint64)
+        self.launches = 0
+
+
+_LOOKBACK_STATES: dict[tuple[int, int], _LookbackState] = {}
+#: Launches after which a state buffer is replaced by a fresh zeroed one: the kernels tag
+#: descriptors with 30 bits of the launch's epoch, so a stale descriptor can never look current.
+LOOKBACK_LAUNCHES_PER_STATE = 2**29
+
+
+def _lookback_state(n_tiles: int, descriptor_words: int) -> Any:
+    """The current stream's look-back state, with room for ``n_tiles`` descriptors (one per
+    device and stream: launches on one stream run in order, so they can share it)."""
+    import cupy
+
+    key = (cupy.cuda.runtime.getDevice(), cupy.cuda.get_current_stream().ptr)
+    words = 1 + n_tiles * descriptor_words
+    state = _LOOKBACK_STATES.get(key)
+    if state is None or state.words.size < words or state.launches >= LOOKBACK_LAUNCHES_PER_STATE:
+        # Grown by powers of two so a run of growing inputs allocates a few times only.
+        state = _LookbackState(1 << max(words - 1, 1).bit_length())
+        _LOOKBACK_STATES[key] = state
+    state.launches += 1
+    return state.words
+
+
 def _scan_gpu(x: Any, heads: Any, op: str, inclusive: bool) -> Any:
     import cupy
 
@@ -279,21 +314,20 @@ def _scan_gpu(x: Any, heads: Any, op: str, inclusive: bool) -> Any:
     layout = f"{_BOOL[segmented]}, {_BOOL[vectorised]}"
     kernels, o = SCAN_KERNELS[op], _OP_TYPES[op]
     heads_arg = heads if segmented else x  # unused by plain scans
-    # The kernels' per-tile state is V, or Flagged<V> {V, int} (twice V's size) when segmented.
+    # The kernels' per-tile value is V, or Flagged<V> {V, int} (twice V's size) when segmented.
     state = 2 if segmented else 1
     # Integer scans are exact in any association; one tile never looks back.
     unordered = n_tiles == 1 or dtype.kind == "i" or not deterministic()
-    if unordered or DETERMINISTIC_FLOAT_SCAN == "ordered-lookback":
-        status = cupy.zeros(n_tiles + 1, dtype=np.int32)
-        aggregates = cupy.empty(n_tiles * state, dtype)
-        prefixes = cupy.empty(n_tiles * state, dtype)
-        kernel = kernels.function(
-            f"scan_single_pass<{{V}}, {o}, {_BOOL[inclusive]}, {layout}, {_BOOL[not unordered]}>", dtype)
-        kernel((n_tiles,), (SCAN_BLOCK,), (x, heads_arg, y, np.int64(n), status, aggregates, prefixes))
-        return y
-    if DETERMINISTIC_FLOAT_SCAN != "reduce-then-scan":
+    if DETERMINISTIC_FLOAT_SCAN not in ("reduce-then-scan", "ordered-lookback"):
         raise ValueError(f"DETERMINISTIC_FLOAT_SCAN must be 'reduce-then-scan' or 'ordered-lookback', "
                          f"not {DETERMINISTIC_FLOAT_SCAN!r}")
+    if unordered or DETERMINISTIC_FLOAT_SCAN == "ordered-lookback":
+        # Descriptor words: 32 bits of the tile's value per 64-bit word (kernels/scan.cu).
+        words = _lookback_state(n_tiles, state * dtype.itemsize // 4)
+        kernel = kernels.function(
+            f"scan_single_pass<{{V}}, {o}, {_BOOL[inclusive]}, {layout}, {_BOOL[not unordered]}>", dtype)
+        kernel((n_tiles,), (SCAN_BLOCK,), (x, heads_arg, y, np.int64(n), words))
+        return y
     chunks = min(n_tiles, SCAN_CHUNKS_PER_SM * device_properties()["multiprocessors"])
     per_chunk = -(-n_tiles // chunks)
     chunks = -(-n_tiles // per_chunk)
@@ -461,7 +495,9 @@ def histogram(values: Any, bins: Any, range: tuple[float, float] | None = None) 
     returned (``np.histogram(values, bins, range)[0]``).
 
     On the GPU, per-block histograms in shared memory merged once into the global counts
-    (integer atomics: exact); bins that do not fit in shared memory count in global memory.
+    (integer atomics: exact). Up to 384 bins, each lane counts in its own column of the block's
+    table, so neither random nor all-equal keys collide in a bank; more bins share one table
+    per warp; bins that do not fit in shared memory count in global memory.
 
     >>> import numpy as np
     >>> histogram(np.array([0, 1, 1, 3, 9], dtype=np.int32), 4, range=(0, 4)).tolist()
@@ -514,18 +550,24 @@ def _histogram_gpu(values: Any, bins: int, edges: np.ndarray | None, uniform: tu
         edge_array = cupy.asarray(edges)
         edge_bytes = edges.nbytes
         mode = ARRAY_EDGES
-    per_replica = 4 * bins
-    shared = edge_bytes + per_replica <= HIST_SHARED_BYTES
-    replicas = min(HIST_BLOCK // 32, (HIST_SHARED_BYTES - edge_bytes) // per_replica) if shared else 1
+    # Shared-memory tables (kernels/histogram.cu): a column per lane when 32 of them fit (no bank
+    # conflicts, equal keys included), else up to one table per warp, else global counts.
+    per_table = 4 * bins
+    if edge_bytes + 32 * per_table <= HIST_SHARED_BYTES:
+        counts_mode, tables = LANE_COLUMNS, 32
+    elif edge_bytes + per_table <= HIST_SHARED_BYTES:
+        counts_mode, tables = WARP_REPLICAS, min(HIST_BLOCK // 32, (HIST_SHARED_BYTES - edge_bytes) // per_table)
+    else:
+        counts_mode, tables = GLOBAL_COUNTS, 0
     vectors = -(-n // (16 // values.dtype.itemsize))
     blocks = min(blocks_for(vectors, HIST_BLOCK * HIST_VECS), HIST_BLOCKS_PER_SM * device_properties()["multiprocessors"])
     blocks = max(blocks, -(-n // HIST_MAX_PER_BLOCK))
-    kernel = HISTOGRAM_KERNELS.function(f"histogram_counts<{{V}}, {mode}, {_BOOL[shared]}>", values.dtype)
+    kernel = HISTOGRAM_KERNELS.function(f"histogram_counts<{{V}}, {mode}, {counts_mode}>", values.dtype)
     kernel(
         (blocks,), (HIST_BLOCK,),
         (values, np.int64(n), edge_array, np.int64(bins), np.float64(lo), np.float64(hi), np.float64(step),
-         np.float64(norm), np.int64(lo_int), np.int64(hi_int), np.int64(width_int), np.int32(replicas), counts),
-        shared_mem=(edge_bytes + replicas * per_replica) if shared else 0,
+         np.float64(norm), np.int64(lo_int), np.int64(hi_int), np.int64(width_int), np.int32(max(tables, 1)), counts),
+        shared_mem=(edge_bytes + tables * per_table) if counts_mode != GLOBAL_COUNTS else 0,
     )
     return counts.view(np.int64)
 

@@ -21,7 +21,8 @@ DTYPES = [np.int32, np.int64, np.float32, np.float64]
 OPS = ["sum", "min", "max"]
 UFUNC = {"sum": np.add, "min": np.minimum, "max": np.maximum}
 SMALL_SIZES = [0, 1, 31, 32, 33, 1023]
-GPU_SIZES = [0, 1, 31, 32, 33, 1023, 4097, 2**20 + 7]
+# Scan tiles hold 2048 (8-byte) or 4096 (4-byte) elements: one tile exactly, one more or less.
+GPU_SIZES = [0, 1, 31, 32, 33, 1023, 2047, 2048, 2049, 4095, 4096, 4097, 2**20 + 7]
 
 
 def random_values(rng, n, dtype, low=-1000, high=1000):
@@ -129,6 +130,17 @@ def test_int32_scan_wraps_like_numpy():
     with np.errstate(over="ignore"):
         np.testing.assert_array_equal(P.inclusive_scan(x), np.cumsum(x, dtype=np.int32))
     assert P.inclusive_scan(x).dtype == np.int32
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [0, 1, 33, 2047, 2048, 2049, 4097, 2**20 + 7])
+def test_ordered_lookback_twin_is_a_scan(rng, dtype, n):
+    """The association twin of the GPU's reproducible float scan is a scan within the bound."""
+    x = random_values(rng, n, np.dtype(dtype))
+    assert_scan(twin.ordered_lookback_scan(x), x)
+    assert_scan(twin.ordered_lookback_scan(x, inclusive=False), x, inclusive=False)
+    whole = np.arange(n, dtype=dtype) % 7  # small integers: every association gives the same sums
+    np.testing.assert_array_equal(twin.ordered_lookback_scan(whole), np.cumsum(whole, dtype=dtype))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -306,6 +318,24 @@ def device(x):
     return cupy.asarray(x)
 
 
+def poison_pool(nbytes):
+    """Fill a pool block of ``nbytes`` with 0xA5 bytes and free it, so the next output of that
+    size most likely lands on it: entries a kernel leaves unwritten then show (NaN-free but
+    absurd values for every dtype)."""
+    import cupy
+
+    if nbytes:
+        block = cupy.empty(nbytes, dtype=np.uint8)
+        block.fill(0xA5)
+        del block
+
+
+def assert_same_bits(got, want):
+    got, want = to_numpy(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes(), f"first differing entry {int(np.argmax(got != want))}"
+
+
 FLOAT_SCANS = ["reduce-then-scan", "ordered-lookback"]
 
 
@@ -323,12 +353,16 @@ def test_gpu_scans(rng, dtype, n, float_scan):
     x = random_values(rng, n, np.dtype(dtype))
     xd = device(x)
     for inclusive, fn in ((True, P.inclusive_scan), (False, P.exclusive_scan)):
+        poison_pool(x.nbytes)
         got = fn(xd)
         assert type(got) is type(xd)
         assert_scan(got, x, inclusive)
         if x.dtype.kind == "i":
             np.testing.assert_array_equal(to_numpy(got), fn(x))  # the twin, exactly
         else:
+            if float_scan == "ordered-lookback":  # the association twin, bit for bit
+                assert_same_bits(got, twin.ordered_lookback_scan(x, inclusive))
+            poison_pool(x.nbytes)
             assert to_numpy(fn(xd)).tobytes() == to_numpy(got).tobytes(), "not bitwise reproducible"
             with sparsegpu.options(deterministic=False):
                 assert_scan(fn(xd), x, inclusive)  # the unordered single-pass path
@@ -344,6 +378,8 @@ def test_gpu_float_scans_bitwise_reproducible(rng, dtype, float_scan):
     xd = device(x)
     first = to_numpy(P.inclusive_scan(xd))
     assert_scan(first, x)
+    if float_scan == "ordered-lookback":
+        assert_same_bits(first, twin.ordered_lookback_scan(x))
     for _ in range(10):
         assert to_numpy(P.inclusive_scan(xd)).tobytes() == first.tobytes()
 
@@ -368,8 +404,47 @@ def test_gpu_scans_of_misaligned_views(rng, dtype):
 @pytest.mark.gpu
 def test_gpu_scan_2_27_int32(rng):
     x = rng.integers(-100, 100, size=2**27, dtype=np.int32)
+    poison_pool(x.nbytes)
     got = P.inclusive_scan(device(x))
     np.testing.assert_array_equal(to_numpy(got), np.cumsum(x, dtype=np.int32))
+
+
+@pytest.mark.gpu
+def test_gpu_scan_2_27_float32_is_its_twin(rng):
+    """The default float scan at 2^27: the association twin's bits, twice."""
+    x = rng.standard_normal(2**27, dtype=np.float32)
+    xd = device(x)
+    want = twin.ordered_lookback_scan(x)
+    assert_same_bits(P.inclusive_scan(xd), want)
+    assert_same_bits(P.inclusive_scan(xd), want)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gpu_scan_all_equal_values(dtype):
+    x = np.full(2**20 + 7, 3, dtype=dtype)
+    for inclusive, fn in ((True, P.inclusive_scan), (False, P.exclusive_scan)):
+        np.testing.assert_array_equal(to_numpy(fn(device(x))), fn(x))  # small integers: exact in any order
+
+
+@pytest.mark.gpu
+def test_gpu_scan_lookback_state_survives_reuse(rng):
+    """The look-back state (epoch, tickets, descriptors) is reused without a reset: scans of
+    shrinking and growing sizes, of several value layouts, on two streams, in a row."""
+    import cupy
+
+    for stream in (None, cupy.cuda.Stream(non_blocking=True)):
+        with stream if stream is not None else cupy.cuda.Stream.null:
+            for n in (70_001, 5_000, 2**20 + 7, 3, 4096, 2**20 + 7, 9_000):
+                for dtype in (np.int32, np.int64):
+                    x = random_values(rng, n, np.dtype(dtype))
+                    np.testing.assert_array_equal(to_numpy(P.inclusive_scan(device(x))), np.cumsum(x, dtype=dtype))
+                x = random_values(rng, n, np.dtype(np.float64))
+                assert_same_bits(P.exclusive_scan(device(x)), twin.ordered_lookback_scan(x, inclusive=False))
+                offsets = random_offsets(rng, n, max(n // 50, 1))
+                xi = random_values(rng, n, np.dtype(np.int64))
+                np.testing.assert_array_equal(to_numpy(P.segmented_scan(device(xi), device(offsets))),
+                                              P.segmented_scan(xi, offsets))
 
 
 @pytest.mark.gpu
@@ -477,8 +552,9 @@ def test_gpu_histogram(rng, dtype, n):
     vd = device(values)
     reference = values.astype(np.float64)
     # Integer-width bins (integer values: integer arithmetic), others, shared and global memory.
+    # 256 and 384 bins: a column per lane; 1000 and 3000: a table per warp; 100000: global.
     cases = [(256, (0, 256)), (64, (-64, 320)), (100_000, (0, 300_000)), (256, None), (13, (-2.5, 200.0)),
-             (100_000, (0, 300)), (1, (0, 1))]
+             (100_000, (0, 300)), (1, (0, 1)), (384, (-84, 300)), (1000, (-10, 290)), (3000, (-10.0, 300.0))]
     for bins, range_ in cases:
         if range_ is None and n == 0:
             continue
@@ -486,7 +562,7 @@ def test_gpu_histogram(rng, dtype, n):
         assert got.dtype == np.int64
         np.testing.assert_array_equal(to_numpy(got), P.histogram(values, bins, range=range_))
         np.testing.assert_array_equal(to_numpy(got), np.histogram(reference, bins, range=range_)[0])
-    for edges in (np.array([-5.0, 0.0, 0.0, 1.5, 64.0, 299.0]), np.linspace(-10, 300, 6001)):
+    for edges in (np.array([-5.0, 0.0, 0.0, 1.5, 64.0, 299.0]), np.linspace(-10, 300, 6001), np.linspace(-10, 300, 258)):
         got = P.histogram(vd, edges)
         np.testing.assert_array_equal(to_numpy(got), np.histogram(reference, edges)[0])
 
@@ -501,3 +577,31 @@ def test_gpu_histogram_equal_keys_and_extremes():
     np.testing.assert_array_equal(to_numpy(P.histogram(device(ints), 256, range=(0, 256))), P.histogram(ints, 256, range=(0, 256)))
     floats = np.array([np.nan, -np.inf, np.inf, 0.0, 1.0, 0.5] * 1000)
     np.testing.assert_array_equal(to_numpy(P.histogram(device(floats), 4, range=(0, 1))), [1000, 0, 1000, 1000])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [1, 33, 4097, 2**20 + 7])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gpu_histogram_all_equal_keys(n, dtype):
+    """All-equal keys land in one bin: every lane of every warp adds to the same bin."""
+    for key, bins, range_ in ((200, 256, (0, 256)), (0, 256, (0, 256)), (255, 256, (0, 256)), (7, 1000, (0, 1000))):
+        values = np.full(n, key, dtype=dtype)
+        poison_pool(8 * bins)
+        got = P.histogram(device(values), bins, range=range_)
+        np.testing.assert_array_equal(to_numpy(got), np.histogram(values.astype(np.float64), bins, range=range_)[0])
+
+
+@pytest.mark.gpu
+def test_gpu_histogram_int32_extremes_at_the_32_bit_limits(rng):
+    """int32 keys binned in 32-bit arithmetic when the range allows, 64-bit otherwise: the
+    same counts as NumPy at the ends of int32 and of ranges beyond it."""
+    info = np.iinfo(np.int32)
+    values = np.concatenate([np.array([info.min, info.min + 1, -1, 0, 1, 255, 256, info.max - 1, info.max] * 100, dtype=np.int32),
+                             rng.integers(info.min, info.max, size=100_000, dtype=np.int32, endpoint=True)])
+    ranges = [(0, 256), (-(2**31), 2**31), (2**31 - 256, 2**31), (2**31 - 1, 2**31 - 1 + 2**32), (-(2**40), 2**40),
+              (-(2**31) - 256, -(2**31)), (-(2**31), -(2**31) + 256)]
+    for range_ in ranges:
+        got = P.histogram(device(values), 256, range=range_)
+        np.testing.assert_array_equal(to_numpy(got), P.histogram(values, 256, range=range_), err_msg=str(range_))
+        np.testing.assert_array_equal(to_numpy(got), np.histogram(values.astype(np.float64), 256, range=range_)[0],
+                                      err_msg=str(range_))

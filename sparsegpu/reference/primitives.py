@@ -39,6 +39,54 @@ def exclusive_scan(x: np.ndarray, op: str = "sum") -> np.ndarray:
     return y
 
 
+def ordered_lookback_scan(x: np.ndarray, inclusive: bool = True, block: int = 256) -> np.ndarray:
+    """Sum-scan with the exact association of kernels/scan.cu's single pass (``scan_single_pass``,
+    plain, ORDERED): bitwise the GPU's default float scan, and its float32 / float64 results
+    on any machine. Tiles of ``block`` threads x 64 bytes of items; per thread a left fold of
+    its items; per warp a Hillis-Steele scan of the thread totals (shuffle-up distances 1, 2,
+    ..., 16); per block the same over the warp totals; tile prefixes the strict left fold of
+    the tile totals; then each thread adds its items one by one. Items past the end are 0.
+
+    >>> ordered_lookback_scan(np.array([1.0, 2.0, 3.0])).tolist()
+    [1.0, 3.0, 6.0]
+    """
+    dtype, n = x.dtype, x.size
+    if n == 0:
+        return x.copy()
+    items = 64 // dtype.itemsize
+    warps = block // 32
+    tile = block * items
+    n_tiles = -(-n // tile)
+    padded = np.zeros(n_tiles * tile, dtype=dtype)
+    padded[:n] = x
+    values = padded.reshape(n_tiles, warps, 32, items)
+    fold = values[..., 0].copy()
+    for k in range(1, items):
+        fold = fold + values[..., k]
+
+    def hillis_steele(a: np.ndarray, lanes: int) -> np.ndarray:
+        d = 1
+        while d < lanes:
+            shifted = a.copy()
+            shifted[..., d:] = a[..., :-d] + a[..., d:]
+            a, d = shifted, 2 * d
+        return a
+
+    in_warp = hillis_steele(fold, 32)
+    warp_scan = hillis_steele(in_warp[..., 31], warps)  # (tiles, warps), inclusive
+    before_in_warp = np.zeros_like(in_warp)
+    before_in_warp[..., 1:] = in_warp[..., :-1]
+    thread_prefix = before_in_warp.copy()  # warp 0: 0 at lane 0, else the lane before's sum
+    thread_prefix[:, 1:, 0] = warp_scan[:, :-1]
+    thread_prefix[:, 1:, 1:] = warp_scan[:, :-1, None] + before_in_warp[:, 1:, 1:]
+    tile_prefix = np.add.accumulate(warp_scan[:, -1], dtype=dtype)  # strict left fold
+    start = thread_prefix.copy()
+    start[1:] = tile_prefix[:-1, None, None] + thread_prefix[1:]
+    running = np.add.accumulate(np.concatenate([start[..., None], values], axis=-1), axis=-1, dtype=dtype)
+    out = running[..., 1:] if inclusive else running[..., :-1]
+    return np.ascontiguousarray(out).reshape(-1)[:n]
+
+
 def segmented_scan(x: np.ndarray, heads: np.ndarray, inclusive: bool = True, op: str = "sum") -> np.ndarray:
     """Scan restarted wherever ``heads`` is true (element 0 always starts a segment).
 
