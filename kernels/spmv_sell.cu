@@ -25,3 +25,25 @@ sell_spmv(const long long* __restrict__ slice_ptr, const I* __restrict__ indices
     const I row = sg::ldg(perm + rank);
     y[row] = sg::axpby(alpha, sum, beta, y + row);
 }
+
+// Slice widths times C, from the rows in rank order (perm sorted by length, longest first, inside
+// windows of sigma ranks): the longest row of slice s is at its first rank or at the start of a
+// window inside it, so a thread per slice reads 1 + C / sigma lengths. widths has n_slices + 1
+// entries, the last 0, so its exclusive scan is slice_ptr.
+template <class I>
+__global__ void __launch_bounds__(SELL_BLOCK)
+sell_slice_widths(const I* __restrict__ indptr, const I* __restrict__ perm, const long long n_rows,
+                  const long long C, const long long sigma, const long long n_slices, long long* __restrict__ widths) {
+    const long long slice = (long long)blockIdx.x * SELL_BLOCK + threadIdx.x;
+    if (slice > n_slices) return;
+    long long width = 0;
+    if (slice < n_slices) {
+        const long long first = slice * C, end = first + C < n_rows ? first + C : n_rows;
+        for (long long rank = first; rank < end; rank = (rank / sigma + 1) * sigma) {
+            const long long row = (long long)sg::ldg(perm + rank);
+            const long long length = (long long)sg::ldg(indptr + row + 1) - (long long)sg::ldg(indptr + row);
+            width = length > width ? length : width;
+        }
+    }
+    widths[slice] = width * C;
+}

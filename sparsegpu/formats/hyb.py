@@ -67,11 +67,22 @@ def hyb_width(lengths: Any, value_dtype: Any, index_dtype: Any, xp: ModuleType) 
     >>> hyb_width(np.array([2, 2, 2, 2, 2, 2, 2, 900]), np.float64, np.int32, np)
     2
     """
+    counts = length_counts(lengths, xp)
+    return width_for_counts(counts, value_dtype, index_dtype) if counts.size else 0
+
+
+def length_counts(lengths: Any, xp: ModuleType) -> np.ndarray:
+    """The row-length histogram on the host: ``counts[k]`` rows hold k entries, ``longest + 1``
+    bins (none for no rows); one reduction and one histogram on the lengths' backend.
+
+    >>> length_counts(np.array([2, 0, 2, 3]), np).tolist()
+    [1, 0, 2, 1]
+    """
     if lengths.size == 0:
-        return 0
+        return np.zeros(0, dtype=np.int64)
     longest = int(lengths.max())
     counts = primitives.histogram(lengths, longest + 1, range=(0, longest + 1))
-    return width_for_counts(counts.get() if xp is not np else counts, value_dtype, index_dtype)
+    return counts.get() if xp is not np else counts
 
 
 def width_for_counts(counts: np.ndarray, value_dtype: Any, index_dtype: Any) -> int:
@@ -100,12 +111,12 @@ def overflow_entries(csr: Any, width: int) -> tuple[Any, Any, Any]:
     over_rows = xp.flatnonzero(overflow).astype(index_dtype)
     over_ptr = xp.zeros(over_rows.size + 1, dtype=index_dtype)
     if over_rows.size:
-        xp.cumsum(overflow[over_rows], out=over_ptr[1:])
+        over_ptr[1:] = primitives.inclusive_scan(overflow[over_rows])
     # Overflowing run of each COO entry: every run is non-empty, so marking the runs' starts and
     # summing the marks numbers them (one scan, cheaper on the GPU than a binary search each).
     starts = xp.zeros(int(over_ptr[-1]), dtype=index_dtype)
     starts[over_ptr[1:-1]] = 1
-    which = xp.cumsum(starts, dtype=index_dtype)
+    which = primitives.inclusive_scan(starts)
     rows = over_rows[which]
     sources = csr.indptr[rows] + width + (xp.arange(which.size, dtype=index_dtype) - over_ptr[which])
     return rows, csr.indices[sources], csr.data[sources]
@@ -151,11 +162,20 @@ class HYB(RegularMatrix):
         reject_params(cls, params)
         xp = csr._xp
         m, _ = csr.shape
+        longest = None  # unknown for a given width
         if width is None:
-            width = hyb_width(xp.diff(csr.indptr), csr.dtype, csr.index_dtype, xp)
+            counts = length_counts(xp.diff(csr.indptr), xp)
+            width = width_for_counts(counts, csr.dtype, csr.index_dtype) if counts.size else 0
+            longest = counts.size - 1
         width = int_at_least("width", width, 0)
         ell_indices, ell_data = fill_slots(csr, twins.LAYOUT_ELL, width * m, width=width)
-        coo_row, coo_col, coo_data = overflow_entries(csr, width)
+        if longest is not None and longest <= width:
+            # No row overflows (the usual case for regular matrices): an empty COO part, without
+            # the gather and its host reads.
+            coo_row, coo_col = (xp.empty(0, dtype=csr.index_dtype) for _ in range(2))
+            coo_data = xp.empty(0, dtype=csr.dtype)
+        else:
+            coo_row, coo_col, coo_data = overflow_entries(csr, width)
         return cls._new(csr.shape, csr.backend, csr.nnz, width=width, ell_indices=ell_indices, ell_data=ell_data,
                         coo_row=coo_row, coo_col=coo_col, coo_data=coo_data)
 

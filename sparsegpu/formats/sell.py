@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from sparsegpu import primitives
 from sparsegpu._kernels import KernelFile, blocks_for
 from sparsegpu.formats.ell import (
     RegularMatrix,
@@ -33,7 +34,8 @@ SELL_CHUNKS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 DEFAULT_C = 32
 DEFAULT_SIGMA = 256
 
-SELL_KERNELS = KernelFile("spmv_sell.cu", [f"sell_spmv<{{V}}, {{I}}, {c}>" for c in SELL_CHUNKS])
+SELL_KERNELS = KernelFile("spmv_sell.cu",
+                          [f"sell_spmv<{{V}}, {{I}}, {c}>" for c in SELL_CHUNKS] + ["sell_slice_widths<{I}>"])
 
 
 class SELL(RegularMatrix):
@@ -81,14 +83,19 @@ class SELL(RegularMatrix):
         sigma = int_at_least("sigma", sigma, 1)
         xp = csr._xp
         m, _ = csr.shape
-        lengths = xp.diff(csr.indptr)
-        perm = sorted_by_length(lengths, sigma, xp)
+        perm = sorted_by_length(csr, sigma)
         n_slices = -(-m // C)
-        ranked_lengths = xp.zeros(n_slices * C, dtype=np.int64)
-        ranked_lengths[:m] = lengths[perm]
-        slice_ptr = xp.zeros(n_slices + 1, dtype=np.int64)
-        if n_slices:
-            xp.cumsum(ranked_lengths.reshape(n_slices, C).max(axis=1) * C, out=slice_ptr[1:])
+        # Slice widths from the sorted lengths (one thread per slice), scanned into slice_ptr;
+        # the one host read is the slot count, to allocate the slots.
+        widths = xp.empty(n_slices + 1, dtype=np.int64)
+        window = min(sigma, max(m, 1))  # the sort's windows (sigma past the rows: one window)
+        arguments = (csr.indptr, perm, np.int64(m), np.int64(C), np.int64(window), np.int64(n_slices), widths)
+        if csr.backend == "cpu":
+            twins.sell_slice_widths(*(int(a) if isinstance(a, np.integer) else a for a in arguments))
+        else:
+            kernel = SELL_KERNELS.function("sell_slice_widths<{I}>", csr.dtype, csr.index_dtype)
+            kernel((blocks_for(n_slices + 1, SELL_BLOCK),), (SELL_BLOCK,), arguments)
+        slice_ptr = primitives.exclusive_scan(widths)
         indices, data = fill_slots(csr, twins.LAYOUT_SELL, int(slice_ptr[-1]), perm=perm, offsets=slice_ptr, C=C,
                                    n_ranks=n_slices * C)
         return cls._new(csr.shape, csr.backend, csr.nnz, slice_ptr=slice_ptr, indices=indices, data=data,

@@ -83,3 +83,62 @@ def csr_to_slots(indptr, indices, data, perm, offsets, C, width, n_rows, n_ranks
             destination = offsets[k] + rank
     out_indices[destination] = indices[keep]
     out_data[destination] = data[keep]
+
+
+#: kernels/spmv_jds.cu: rows per block of the ranking kernels (and per radix tile).
+RANK_BLOCK = 256
+
+
+def rank_small_windows(indptr, n_rows, window, perm):
+    """Twin of kernels/spmv_jds.cu ``rank_small_windows``: ``perm[rank]`` = the row at ``rank``
+    when rows are sorted by length, longest first, stably, inside consecutive windows of
+    ``window`` rows (at most :data:`RANK_BLOCK`)."""
+    rows = np.arange(n_rows, dtype=np.int64)
+    lengths = np.diff(indptr).astype(np.int64)
+    perm[:] = np.lexsort((rows, -lengths, rows // window))
+
+
+def _radix_counters(indptr, perm_in, first_pass, n_rows, window, tiles_per_window, longest, shift, bins):
+    """(row at each position, the (window, digit, tile) counter each position counts in)."""
+    position = np.arange(n_rows, dtype=np.int64)
+    rows = position if first_pass else perm_in.astype(np.int64)
+    digit = ((longest - np.diff(indptr).astype(np.int64)[rows]) >> shift) & (bins - 1)
+    tile = (position % window) // RANK_BLOCK
+    return rows, ((position // window) * bins + digit) * tiles_per_window + tile
+
+
+def radix_pass(indptr, perm_in, first_pass, n_rows, window, tiles_per_window, longest, shift, bins, counts,
+               perm_out, scatter):
+    """Twin of kernels/spmv_jds.cu ``radix_pass<I, scatter>``: one LSD pass of the stable sort by
+    ``longest - length`` inside windows. Counting (``scatter`` False): ``counts[(w * bins +
+    digit) * tiles_per_window + tile]`` = rows of that digit in that tile of RANK_BLOCK positions
+    of window w. Scattering: ``counts`` holds the exclusive scan of those counts; each row goes to
+    its counter's first position plus the rows before it with the same counter."""
+    rows, counter = _radix_counters(indptr, perm_in, first_pass, n_rows, window, tiles_per_window, longest, shift,
+                                    bins)
+    if not scatter:
+        counts[:] = np.bincount(counter, minlength=counts.size)
+        return
+    order = np.argsort(counter, kind="stable")
+    grouped = counter[order]
+    before = np.arange(n_rows, dtype=np.int64) - np.searchsorted(grouped, grouped, side="left")
+    perm_out[counts[grouped] + before] = rows[order]
+
+
+def jds_diagonal_lengths(indptr, perm, n_rows, rows_longer):
+    """Twin of kernels/spmv_jds.cu ``jds_diagonal_lengths``: ``rows_longer[d]`` = rows longer
+    than d for d below the longest length (``rows_longer.size - 1``), then a 0."""
+    ranked = np.diff(indptr).astype(np.int64)[perm[:n_rows]]
+    longest = rows_longer.size - 1
+    rows_longer[:longest] = np.searchsorted(-ranked, -np.arange(longest, dtype=np.int64), side="left")
+    rows_longer[longest] = 0
+
+
+def sell_slice_widths(indptr, perm, n_rows, C, sigma, n_slices, widths):
+    """Twin of kernels/spmv_sell.cu ``sell_slice_widths``: ``widths[s]`` = C times the longest
+    row of slice s (ranks ``s * C`` to ``s * C + C``), then a 0 (``sigma`` is the kernel's
+    shortcut: rows are sorted inside windows of sigma ranks)."""
+    padded = np.zeros(n_slices * C, dtype=np.int64)
+    padded[:n_rows] = np.diff(indptr).astype(np.int64)[perm[:n_rows]]
+    widths[:n_slices] = padded.reshape(n_slices, C).max(axis=1, initial=0) * C
+    widths[n_slices] = 0
