@@ -35,6 +35,75 @@ template <> __device__ __forceinline__ complex<double> ldg(const complex<double>
     return complex<double>(v.x, v.y);
 }
 
+// ---------------------------------------------------------------- L2 eviction hints (sm_80+)
+// A policy from l2_evict_first() / l2_evict_last() (one createpolicy instruction; make it once
+// per thread) marks the lines a load_hint / store_hint touches: evict-first for data read once
+// (it then does not push reused data out of L2), evict-last for data written piecemeal that
+// should stay until complete (a scattered y). L1 behaves as for ldg. Before sm_80 the hints are
+// dropped (plain ldg and stores).
+__device__ __forceinline__ unsigned long long l2_evict_first() {
+    unsigned long long policy = 0;
+#if __CUDA_ARCH__ >= 800
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+#endif
+    return policy;
+}
+__device__ __forceinline__ unsigned long long l2_evict_last() {
+    unsigned long long policy = 0;
+#if __CUDA_ARCH__ >= 800
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+#endif
+    return policy;
+}
+#if __CUDA_ARCH__ >= 800
+#define SG_LOAD_HINT(T, PTX, C)                                                                       \
+    __device__ __forceinline__ T load_hint(const T* p, unsigned long long policy) {                  \
+        T v;                                                                                          \
+        asm("ld.global.nc.L2::cache_hint." PTX " %0, [%1], %2;" : "=" C(v) : "l"(p), "l"(policy));   \
+        return v;                                                                                     \
+    }
+#define SG_STORE_HINT(T, PTX, C)                                                                      \
+    __device__ __forceinline__ void store_hint(T* p, T v, unsigned long long policy) {               \
+        asm volatile("st.global.L2::cache_hint." PTX " [%0], %1, %2;" ::"l"(p), C(v), "l"(policy)     \
+                     : "memory");                                                                     \
+    }
+#else
+#define SG_LOAD_HINT(T, PTX, C) \
+    __device__ __forceinline__ T load_hint(const T* p, unsigned long long) { return __ldg(p); }
+#define SG_STORE_HINT(T, PTX, C) \
+    __device__ __forceinline__ void store_hint(T* p, T v, unsigned long long) { *p = v; }
+#endif
+SG_LOAD_HINT(int, "s32", "r")
+SG_LOAD_HINT(long long, "s64", "l")
+SG_LOAD_HINT(float, "f32", "f")
+SG_LOAD_HINT(double, "f64", "d")
+SG_STORE_HINT(float, "f32", "f")
+SG_STORE_HINT(double, "f64", "d")
+#undef SG_LOAD_HINT
+#undef SG_STORE_HINT
+#if __CUDA_ARCH__ >= 800
+#define SG_COMPLEX_HINTS(T, PTX, C)                                                                        \
+    __device__ __forceinline__ complex<T> load_hint(const complex<T>* p, unsigned long long policy) {     \
+        T re, im;                                                                                          \
+        asm("ld.global.nc.L2::cache_hint.v2." PTX " {%0, %1}, [%2], %3;"                                   \
+            : "=" C(re), "=" C(im) : "l"(p), "l"(policy));                                                 \
+        return complex<T>(re, im);                                                                         \
+    }                                                                                                      \
+    __device__ __forceinline__ void store_hint(complex<T>* p, complex<T> v, unsigned long long policy) {  \
+        asm volatile("st.global.L2::cache_hint.v2." PTX " [%0], {%1, %2}, %3;" ::"l"(p), C(v.re), C(v.im), \
+                     "l"(policy) : "memory");                                                              \
+    }
+#else
+#define SG_COMPLEX_HINTS(T, PTX, C)                                                                        \
+    __device__ __forceinline__ complex<T> load_hint(const complex<T>* p, unsigned long long) {            \
+        return ldg(p);                                                                                     \
+    }                                                                                                      \
+    __device__ __forceinline__ void store_hint(complex<T>* p, complex<T> v, unsigned long long) { *p = v; }
+#endif
+SG_COMPLEX_HINTS(float, "f32", "f")
+SG_COMPLEX_HINTS(double, "f64", "d")
+#undef SG_COMPLEX_HINTS
+
 // ---------------------------------------------------------------- shuffles over any value type
 constexpr unsigned FULL_MASK = 0xffffffffu;
 
@@ -76,6 +145,58 @@ template <int BLOCK, class V> __device__ __forceinline__ V block_sum(V v, V* scr
     v = (threadIdx.x < BLOCK / 32) ? scratch[threadIdx.x] : V(0);
     if (warp == 0) v = subwarp_sum<32>(v);
     return v;
+}
+
+// One term w * y of a float64 dot product (real value types; complex ones give 0: the host never
+// asks kernels for a dot over complex values, this keeps their instantiations compiling).
+template <class V> __device__ __forceinline__ double dot_term(V w, V y) { return double(w) * double(y); }
+template <class T> __device__ __forceinline__ double dot_term(complex<T>, complex<T>) { return 0.0; }
+
+// Deterministic grid-wide sums of N doubles per thread, without float atomics. Every thread of
+// every block calls it (it synchronises the block). Each block writes its N block sums to
+// partials[N * blockIdx.x + k] and takes an integer ticket; the block that takes the last one
+// returns true, and its thread 0 then holds the N grid totals in v (other threads: garbage),
+// added in an order fixed by gridDim alone, so results are bitwise reproducible run to run.
+// `counter` must be zero at launch; the last block leaves it zero again. `scratch` holds
+// N * BLOCK / 32 doubles of shared memory. UNROLL: partial sums loaded at a time by the last
+// block (more hide more latency over a large grid, at the price of registers).
+template <int BLOCK, int N, int UNROLL = 8>
+__device__ __forceinline__ bool grid_sums(double (&v)[N], double* partials, unsigned int* counter, double* scratch) {
+    __shared__ bool last_block;
+#pragma unroll
+    for (int k = 0; k < N; ++k) v[k] = block_sum<BLOCK>(v[k], scratch + k * (BLOCK / 32));
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int k = 0; k < N; ++k) partials[N * blockIdx.x + k] = v[k];
+        __threadfence();  // partials visible before the ticket is taken
+        last_block = atomicAdd(counter, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last_block) return false;
+    __threadfence();
+    // Thread t adds blocks t, t + BLOCK, t + 2 BLOCK, ... in that order; UNROLL loads are in
+    // flight at a time (a grid of thousands of blocks would otherwise pay one L2 latency per block).
+    double total[N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) total[k] = 0.0;
+    const unsigned int blocks = gridDim.x;
+    for (unsigned int base = threadIdx.x; base < blocks; base += BLOCK * UNROLL) {
+        double loaded[UNROLL][N];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+            for (int k = 0; k < N; ++k)
+                loaded[u][k] = base + u * BLOCK < blocks ? __ldcg(partials + N * (base + u * BLOCK) + k) : 0.0;
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+            for (int k = 0; k < N; ++k) total[k] += loaded[u][k];
+    }
+    __syncthreads();  // scratch reuse
+#pragma unroll
+    for (int k = 0; k < N; ++k) v[k] = block_sum<BLOCK>(total[k], scratch + k * (BLOCK / 32));
+    if (threadIdx.x == 0) *counter = 0u;
+    return true;
 }
 
 // y = alpha * s + beta * y, never reading y when beta is zero (it may hold garbage or NaN).

@@ -1,5 +1,13 @@
 // Fused vector steps of the Krylov solvers (CG, BiCGSTAB), one template family krylov_step<V, OP>.
 //
+// A CG iteration is three launches: the operator's product with p.q in its epilogue
+// (SparseMatrix.spmv_dot writes it to sc[PQ]), CG_UPDATE (alpha = rho / p.q computed by every
+// block, r -= alpha q, r.r reduced) and CG_P (x += alpha p and p = z + beta p in one pass, so p
+// is read once). CG_UPDATE leaves st[PENDING] set when it updated r; CG_P then updates x even if
+// that iteration converged (or broke down, or hit maxiter), and its last block clears the flag.
+// Op DOT is the deterministic dot product that spmv_dot falls back to for operators without a
+// fused epilogue (it ignores the status).
+//
 // Each step does one pass over the vectors (an update, and up to two dot products of the
 // updated values) and, when it reduces, ends with a scalar epilogue run by the last block to
 // finish: the solver's scalar recurrences (alpha, beta, rho, omega), the convergence test and
@@ -22,21 +30,31 @@ namespace sg_krylov {
 constexpr int BLOCK = 256;
 
 // Scalar slots (double sc[SLOTS]); see sparsegpu/linalg/_fused.py.
-enum Slot { ATOL = 0, RHO = 1, ALPHA = 2, BETA = 3, OMEGA = 4, RNORM = 5, RHOTOL = 6, SLOTS = 8 };
-// Integer slots (long long st[]): status, completed iterations, iteration limit, and the
-// length of the `history` ring the host drains after every batch of iterations.
-enum Word { STATUS = 0, COUNT = 1, MAXITER = 2, HISTCAP = 3 };
-// Status codes; negative ones are breakdowns and become the solver's info.
+// PQ: p.A p, written by the operator's spmv_dot just before CG_UPDATE reads it.
+enum Slot { ATOL = 0, RHO = 1, ALPHA = 2, BETA = 3, OMEGA = 4, RNORM = 5, RHOTOL = 6, PQ = 7, SLOTS = 8 };
+// Integer slots (long long st[]): status, completed iterations, iteration limit, the length of
+// the `history` ring the host drains after every batch of iterations, and PENDING: CG's x
+// update of the last CG_UPDATE is still to be done by CG_P.
+enum Word { STATUS = 0, COUNT = 1, MAXITER = 2, HISTCAP = 3, PENDING = 4 };
+// Status codes; negative ones are breakdowns and become the solver's info. LIMIT: the
+// iteration limit was reached (info = maxiter); it freezes the steps like the others, so the
+// host may launch whole batches past maxiter.
 enum Status {
-    RUNNING = 0, CONVERGED = 1, HALF_PENDING = 2, CONVERGED_HALF = 3,
+    RUNNING = 0, CONVERGED = 1, HALF_PENDING = 2, CONVERGED_HALF = 3, LIMIT = 4,
     NONFINITE = -1, RHO_BREAKDOWN = -10, DENOMINATOR_BREAKDOWN = -11,
 };
 // Op codes. flag bit 0: the preconditioner is the inverse diagonal `dinv` (fused);
 // flag bit 1 (CG_UPDATE): the start step (no update, no count); flag bit 2 (CG_UPDATE): a
 // general preconditioner follows, rho comes later from CG_RHO.
-enum Op { CG_ALPHA = 0, CG_UPDATE = 1, CG_RHO = 2, CG_P = 3,
+enum Op { DOT = 0, CG_UPDATE = 1, CG_RHO = 2, CG_P = 3,
           BI_START = 4, BI_P = 5, BI_ALPHA = 6, BI_S = 7, BI_OMEGA = 8, BI_XR = 9 };
 enum Flag { FLAG_DINV = 1, FLAG_START = 2, FLAG_LATE_RHO = 4 };
+
+// Blocks resident per SM that the launch grid assumes (sparsegpu/linalg/_fused.py BLOCKS_PER_SM):
+// the register budget is held to 32 so that all 8 fit and the grid runs in one wave, except for
+// BI_XR, whose six vectors would spill at 32 (6 blocks: 40 registers, as before).
+template <int OP> struct min_blocks { static constexpr int value = 8; };
+template <> struct min_blocks<BI_XR> { static constexpr int value = 6; };
 
 template <int OP> struct reductions { static constexpr int value = 2; };
 template <> struct reductions<CG_P> { static constexpr int value = 0; };
@@ -56,7 +74,7 @@ __device__ __forceinline__ bool top_converged(double rr, double* sc, long long* 
     sc[RNORM] = rnorm;
     record(history, st, st[COUNT], rnorm);
     if (!finite(rr)) { st[STATUS] = NONFINITE; return true; }
-    if (st[COUNT] >= st[MAXITER]) return true;  // the host stops; info = maxiter
+    if (st[COUNT] >= st[MAXITER]) { st[STATUS] = LIMIT; return true; }  // info = maxiter
     if (rnorm < sc[ATOL]) { st[STATUS] = CONVERGED; return true; }
     return false;
 }
@@ -87,10 +105,14 @@ __device__ __forceinline__ bool safe_quotient(double num, double den, double* ou
 
 template <int OP>
 __device__ __forceinline__ void epilogue(const double* s, const int flag, double* sc, long long* st, double* history) {
-    if (OP == CG_ALPHA) {
-        safe_quotient(sc[RHO], s[0], &sc[ALPHA], st);
+    if (OP == DOT) {
+        sc[0] = s[0];  // sc is the caller's output scalar here
     } else if (OP == CG_UPDATE) {
-        if (!(flag & FLAG_START)) st[COUNT] += 1;
+        if (!(flag & FLAG_START)) {
+            sc[ALPHA] = sc[RHO] / sc[PQ];  // every block used this quotient (checked safe)
+            st[COUNT] += 1;
+            st[PENDING] = 1;  // CG_P adds alpha p to x, whatever the tests below decide
+        }
         if (top_converged(s[0], sc, st, history) || (flag & FLAG_LATE_RHO)) return;
         const double rz = (flag & FLAG_DINV) ? s[1] : s[0];
         if (!finite(rz)) { st[STATUS] = NONFINITE; return; }
@@ -124,30 +146,38 @@ __device__ __forceinline__ void epilogue(const double* s, const int flag, double
 // The elementwise body of each op at index i; adds its products to acc[0..1].
 // The step's coefficients, loaded once per thread: the vectors carry no __restrict__, so a
 // load of sc inside the loop could not be hoisted past the stores.
+// CG_UPDATE computes alpha = rho / p.q itself (the product's epilogue left p.q in sc[PQ]).
 template <class V> struct Coefficients {
     V alpha, beta, omega;
-    __device__ explicit Coefficients(const double* sc) : alpha(V(sc[ALPHA])), beta(V(sc[BETA])), omega(V(sc[OMEGA])) {}
+    __device__ Coefficients(const double* sc, double cg_alpha)
+        : alpha(V(cg_alpha)), beta(V(sc[BETA])), omega(V(sc[OMEGA])) {}
 };
 
+// half: BI_XR finishes a half step (x only); CG_P does only its pending x update (p frozen).
+// pending: CG_P adds alpha p to x.
 template <class V, int OP>
 __device__ __forceinline__ void element(long long i, V* a, V* b, V* c, V* d, V* e, V* f, const V* dinv,
-                                        const int flag, const Coefficients<V>& k, const bool half, double* acc) {
-    if (OP == CG_ALPHA) {  // a = p, b = q: p.q
+                                        const int flag, const Coefficients<V>& k, const bool half,
+                                        const bool pending, double* acc) {
+    if (OP == DOT) {  // a = w, b = y: w.y
         acc[0] += double(a[i]) * double(b[i]);
-    } else if (OP == CG_UPDATE) {  // a = x, b = r, c = p, d = q: x += alpha p, r -= alpha q; r.r, r.dinv.r
-        V r = b[i];
+    } else if (OP == CG_UPDATE) {  // a = r, b = q: r -= alpha q; r.r, r.dinv.r
+        V r = a[i];
         if (!(flag & FLAG_START)) {
-            a[i] = a[i] + k.alpha * c[i];
-            r = r - k.alpha * d[i];
-            b[i] = r;
+            r = r - k.alpha * b[i];
+            a[i] = r;
         }
         acc[0] += double(r) * double(r);
         if (flag & FLAG_DINV) acc[1] += double(r) * double(dinv[i] * r);
     } else if (OP == CG_RHO) {  // a = r, b = z: r.z
         acc[0] += double(a[i]) * double(b[i]);
-    } else if (OP == CG_P) {  // a = p, b = z (or r with dinv): p = z + beta p
-        const V z = (flag & FLAG_DINV) ? dinv[i] * b[i] : b[i];
-        a[i] = z + k.beta * a[i];
+    } else if (OP == CG_P) {  // a = p, b = z (or r with dinv), c = x: x += alpha p; p = z + beta p
+        const V p = a[i];
+        if (pending) c[i] = c[i] + k.alpha * p;
+        if (!half) {
+            const V z = (flag & FLAG_DINV) ? dinv[i] * b[i] : b[i];
+            a[i] = z + k.beta * p;
+        }
     } else if (OP == BI_START) {  // a = r, b = rtilde: r.r, rtilde.r
         acc[0] += double(a[i]) * double(a[i]);
         acc[1] += double(b[i]) * double(a[i]);
@@ -182,49 +212,51 @@ __device__ __forceinline__ void element(long long i, V* a, V* b, V* c, V* d, V* 
 }  // namespace sg_krylov
 
 // One fused step. Grid-stride over n; `partials` holds 2 * gridDim.x doubles and `counter` one
-// unsigned int that is zero between launches (the last block resets it).
+// unsigned int that is zero between launches (the last block resets it). For OP == DOT, `sc` is
+// the output scalar and `st` is not read.
 // No __restrict__: without a preconditioner the solvers pass one vector in two roles.
 template <class V, int OP>
-__global__ void __launch_bounds__(sg_krylov::BLOCK)
+__global__ void __launch_bounds__(sg_krylov::BLOCK, sg_krylov::min_blocks<OP>::value)
 krylov_step(const long long n, V* a, V* b, V* c, V* d, V* e, V* f, const V* dinv, const int flag,
             double* sc, long long* st, double* partials, unsigned int* counter, double* history) {
     using namespace sg_krylov;
     constexpr int NRED = reductions<OP>::value;
-    const long long status = st[STATUS];
-    const bool half = OP == BI_XR && status == HALF_PENDING;
-    if (status != RUNNING && !half) return;  // uniform across the grid: frozen
+    const long long status = OP == DOT ? (long long)RUNNING : st[STATUS];
+    const bool pending = OP == CG_P && st[PENDING] != 0;
+    const bool half = (OP == BI_XR && status == HALF_PENDING) || (OP == CG_P && status != RUNNING);
+    if (status != RUNNING && !(OP == BI_XR && half) && !pending) return;  // uniform across the grid: frozen
 
-    const Coefficients<V> k(sc);
+    double cg_alpha = 0.0;
+    if (OP == CG_UPDATE && !(flag & FLAG_START)) {
+        // SciPy's alpha = rho / p.q. Every block evaluates the same test on the same values, so
+        // either all update or none does; on a breakdown one thread records the status (a block
+        // that reads it first just returns earlier: it would have skipped the update anyway).
+        const double rho = sc[RHO], pq = sc[PQ];
+        const bool finite_inputs = sg_krylov::finite(rho) && sg_krylov::finite(pq);
+        if (!finite_inputs || pq == 0.0) {
+            if (blockIdx.x == 0 && threadIdx.x == 0) st[STATUS] = finite_inputs ? DENOMINATOR_BREAKDOWN : NONFINITE;
+            return;
+        }
+        cg_alpha = rho / pq;
+    }
+    const Coefficients<V> k(sc, OP == CG_UPDATE ? cg_alpha : sc[ALPHA]);
     double acc[2] = {0.0, 0.0};
     const long long stride = (long long)gridDim.x * BLOCK;
     for (long long i = (long long)blockIdx.x * BLOCK + threadIdx.x; i < n; i += stride)
-        element<V, OP>(i, a, b, c, d, e, f, dinv, flag, k, half, acc);
+        element<V, OP>(i, a, b, c, d, e, f, dinv, flag, k, half, pending, acc);
+    if (OP == CG_P && pending) {
+        // Clear PENDING once every block has read it: the last block to take a ticket does.
+        __syncthreads();
+        if (threadIdx.x == 0 && atomicAdd(counter, 1u) == gridDim.x - 1) {
+            st[PENDING] = 0;
+            *counter = 0u;
+        }
+    }
     if (NRED == 0) return;
 
-    __shared__ double scratch0[BLOCK / 32], scratch1[BLOCK / 32];
-    __shared__ bool last_block;
-    const double block0 = sg::block_sum<BLOCK>(acc[0], scratch0);
-    const double block1 = sg::block_sum<BLOCK>(acc[1], scratch1);
-    if (threadIdx.x == 0) {
-        partials[2 * blockIdx.x] = block0;
-        partials[2 * blockIdx.x + 1] = block1;
-        __threadfence();  // partials visible before the ticket is taken
-        last_block = atomicAdd(counter, 1u) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (!last_block) return;
-    __threadfence();
-    double total0 = 0.0, total1 = 0.0;
-    for (unsigned int blk = threadIdx.x; blk < gridDim.x; blk += BLOCK) {
-        total0 += __ldcg(partials + 2 * blk);
-        total1 += __ldcg(partials + 2 * blk + 1);
-    }
-    __syncthreads();  // scratch reuse
-    total0 = sg::block_sum<BLOCK>(total0, scratch0);
-    total1 = sg::block_sum<BLOCK>(total1, scratch1);
-    if (threadIdx.x == 0) {
-        const double sums[2] = {total0, total1};
-        epilogue<OP>(sums, flag, sc, st, history);
-        *counter = 0u;
-    }
+    __shared__ double scratch[2 * (BLOCK / 32)];
+    // The grid is at most 8 blocks per SM (sparsegpu/linalg/_fused.py): 4 loads in flight per
+    // thread cover it, and keep the kernel at 32 registers (full occupancy).
+    if (!sg::grid_sums<BLOCK, 2, 4>(acc, partials, counter, scratch)) return;
+    if (threadIdx.x == 0) epilogue<OP>(acc, flag, sc, st, history);
 }

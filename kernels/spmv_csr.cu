@@ -5,6 +5,8 @@
 // Longer rows: split into chunks of LONG_BLOCK * LONG_ITEMS nonzeros, one block per chunk,
 // each writing a partial sum; csr_spmv_long_finish then adds a row's partials in chunk order.
 // Every sum has a fixed order, so results are bitwise reproducible run to run.
+// csr_spmv_rows can also reduce sum_row w[row] * y[row] in its epilogue (`dot` non-null; the
+// host uses it only when no row is split).
 //
 // The same kernels compute the transposed product of a CSC matrix (its arrays are A^T's CSR).
 #include "common.cuh"
@@ -14,11 +16,15 @@ constexpr int LONG_BLOCK = 256;
 constexpr int LONG_ITEMS = 8;
 constexpr int LONG_CHUNK = LONG_BLOCK * LONG_ITEMS;
 
+// With `dot` non-null, also *dot = sum over owned rows of w[row] * y[row] (the y written here,
+// in float64), reduced deterministically (sg::grid_sums; `partials` one double per block). y is
+// computed exactly as without it. Real V only (the host checks).
 template <class V, class I, int TPR>
 __global__ void __launch_bounds__(ROWS_BLOCK)
 csr_spmv_rows(const I* __restrict__ indptr, const I* __restrict__ indices, const V* __restrict__ data,
               const V* __restrict__ x, V* __restrict__ y, const V alpha, const V beta,
-              const I n_rows, const I long_row) {
+              const I n_rows, const I long_row,
+              const V* __restrict__ w, double* dot, double* partials, unsigned int* counter) {
     const long long thread = (long long)blockIdx.x * ROWS_BLOCK + threadIdx.x;
     const I row = (I)(thread / TPR);
     const int lane = threadIdx.x % TPR;
@@ -31,20 +37,33 @@ csr_spmv_rows(const I* __restrict__ indptr, const I* __restrict__ indices, const
         owns_row = end - begin <= long_row;
         if (!owns_row) end = begin;
     }
+    // Entries are read once: evict-first keeps them from pushing x (and a y the next kernel
+    // reads, as in CG) out of L2.
+    const unsigned long long read_once = sg::l2_evict_first();
     V sum = V(0);
     I j = begin + lane;
     // Four entries per step put four independent index -> x load chains in flight; the sum
     // still adds them in entry order, so the result is the same as the plain loop's.
     for (; j + 3 * TPR < end; j += 4 * TPR) {
-        const I c0 = sg::ldg(indices + j), c1 = sg::ldg(indices + j + TPR);
-        const I c2 = sg::ldg(indices + j + 2 * TPR), c3 = sg::ldg(indices + j + 3 * TPR);
-        const V p0 = sg::ldg(data + j) * sg::ldg(x + c0), p1 = sg::ldg(data + j + TPR) * sg::ldg(x + c1);
-        const V p2 = sg::ldg(data + j + 2 * TPR) * sg::ldg(x + c2), p3 = sg::ldg(data + j + 3 * TPR) * sg::ldg(x + c3);
+        const I c0 = sg::load_hint(indices + j, read_once), c1 = sg::load_hint(indices + j + TPR, read_once);
+        const I c2 = sg::load_hint(indices + j + 2 * TPR, read_once), c3 = sg::load_hint(indices + j + 3 * TPR, read_once);
+        const V p0 = sg::load_hint(data + j, read_once) * sg::ldg(x + c0);
+        const V p1 = sg::load_hint(data + j + TPR, read_once) * sg::ldg(x + c1);
+        const V p2 = sg::load_hint(data + j + 2 * TPR, read_once) * sg::ldg(x + c2);
+        const V p3 = sg::load_hint(data + j + 3 * TPR, read_once) * sg::ldg(x + c3);
         sum = sum + p0 + p1 + p2 + p3;
     }
-    for (; j < end; j += TPR) sum = sum + sg::ldg(data + j) * sg::ldg(x + sg::ldg(indices + j));
+    for (; j < end; j += TPR) sum = sum + sg::load_hint(data + j, read_once) * sg::ldg(x + sg::load_hint(indices + j, read_once));
     sum = sg::subwarp_sum<TPR>(sum);
-    if (lane == 0 && owns_row) y[row] = sg::axpby(alpha, sum, beta, y + row);
+    double term[1] = {0.0};
+    if (lane == 0 && owns_row) {
+        const V out = sg::axpby(alpha, sum, beta, y + row);
+        y[row] = out;
+        if (dot != nullptr) term[0] = sg::dot_term(sg::ldg(w + row), out);
+    }
+    if (dot == nullptr) return;  // uniform across the grid
+    __shared__ double scratch[ROWS_BLOCK / 32];
+    if (sg::grid_sums<ROWS_BLOCK, 1>(term, partials, counter, scratch) && threadIdx.x == 0) *dot = term[0];
 }
 
 // One block per chunk of a long row: partials[chunk] = sum of the chunk's products.

@@ -4,6 +4,7 @@
 // without loading their values and stops at the first one.
 //
 // One thread per row, slots summed in order k = 0, 1, ...: bitwise reproducible run to run.
+// Optionally a dot product of the result with a vector in the epilogue (CG's p.Ap).
 // padded_row_sum is shared with SELL-C-sigma (kernels/spmv_sell.cu), which is ELL slice by slice.
 //
 // csr_to_slots builds the ELL, SELL-C-sigma and JDS layouts (and HYB's ELL part) from a CSR in
@@ -19,28 +20,42 @@ template <class V, class I>
 __device__ __forceinline__ V padded_row_sum(const I* __restrict__ indices, const V* __restrict__ data,
                                             const V* __restrict__ x, long long first, long long stride,
                                             long long width) {
+    // The slots are read once: evict-first keeps them from pushing x (and a y the next kernel
+    // reads, as in CG) out of L2.
+    const unsigned long long read_once = sg::l2_evict_first();
     V sum = V(0);
     for (long long k = 0; k < width; k += PADDED_UNROLL) {
         I col[PADDED_UNROLL];
 #pragma unroll
         for (int u = 0; u < PADDED_UNROLL; ++u)
-            col[u] = k + u < width ? sg::ldg(indices + first + (k + u) * stride) : I(-1);
+            col[u] = k + u < width ? sg::load_hint(indices + first + (k + u) * stride, read_once) : I(-1);
 #pragma unroll
         for (int u = 0; u < PADDED_UNROLL; ++u)
-            if (col[u] >= 0) sum = sum + sg::ldg(data + first + (k + u) * stride) * sg::ldg(x + col[u]);
+            if (col[u] >= 0) sum = sum + sg::load_hint(data + first + (k + u) * stride, read_once) * sg::ldg(x + col[u]);
         if (col[PADDED_UNROLL - 1] < 0) break;  // the row's padding has begun (or its slots ended)
     }
     return sum;
 }
 
+// With `dot` non-null, also *dot = sum_r w[r] * y[r] (the y written here, in float64; w may be
+// x itself: CG's p.Ap), reduced deterministically (sg::grid_sums over `partials`, one double per
+// block, and `counter`). y is computed exactly as without it. Real V only (the host checks).
 template <class V, class I>
 __global__ void __launch_bounds__(ELL_BLOCK)
 ell_spmv(const I* __restrict__ indices, const V* __restrict__ data, const long long width,
-         const long long n_rows, const V* __restrict__ x, V* __restrict__ y, const V alpha, const V beta) {
+         const long long n_rows, const V* __restrict__ x, V* __restrict__ y, const V alpha, const V beta,
+         const V* __restrict__ w, double* dot, double* partials, unsigned int* counter) {
     const long long row = (long long)blockIdx.x * ELL_BLOCK + threadIdx.x;
-    if (row >= n_rows) return;
-    const V sum = padded_row_sum(indices, data, x, row, n_rows, width);
-    y[row] = sg::axpby(alpha, sum, beta, y + row);
+    double term[1] = {0.0};
+    if (row < n_rows) {  // no early return: with a dot, every thread joins the block reduction
+        const V sum = padded_row_sum(indices, data, x, row, n_rows, width);
+        const V out = sg::axpby(alpha, sum, beta, y + row);
+        y[row] = out;
+        if (dot != nullptr) term[0] = sg::dot_term(sg::ldg(w + row), out);
+    }
+    if (dot == nullptr) return;  // uniform across the grid
+    __shared__ double scratch[ELL_BLOCK / 32];
+    if (sg::grid_sums<ELL_BLOCK, 1>(term, partials, counter, scratch) && threadIdx.x == 0) *dot = term[0];
 }
 
 // Where csr_to_slots puts slot k of the row at `rank` (perm[rank]; the identity for ELL):

@@ -344,3 +344,130 @@ def test_from_scipy_never_changes_the_callers_matrix(backend):
     A = sparsegpu.from_scipy(S, backend=backend)
     assert S.data.tolist() == [1.0, 2.0, 3.0] and S.indices.tolist() == [2, 0, 2]
     assert A.to_scipy().toarray().tolist() == [[2.0, 0.0, 4.0], [0.0, 0.0, 0.0]]
+
+
+# --------------------------------------------------------------------------- spmv_dot: product + dot epilogue
+
+DOT_FORMATS = {"csr": {}, "csc": {}, "coo": {}, "ell": {"max_fill": None}, "sell": {}, "hyb": {}, "jds": {}}
+DOT_MATRICES = ["bcsstk16", "as-caida", "arrow", "mhd1280b", "lp_ship04l", "add32"]
+
+
+def check_spmv_dot(A, S, rng, dtype):
+    """spmv_dot against spmv + a NumPy dot: y bitwise the plain product's, the dot exactly
+    NumPy's on the CPU (the twin is spmv then np.dot) and within float64 rounding on the GPU,
+    where it is also bitwise reproducible run to run."""
+    m, n = S.shape
+    xp = xp_for(A.backend)
+    x = random_vector(rng, n, dtype)
+    y0 = random_vector(rng, m, dtype)
+    for alpha, beta in ((1, 0), (2, -0.5)):
+        plain = A.spmv(xp.asarray(x), xp.asarray(y0.copy()), alpha=alpha, beta=beta)
+        for weights in ([None] if m == n else []) + [random_vector(rng, m, dtype)]:
+            w = x if weights is None else weights
+
+            def run():
+                y = xp.asarray(y0.copy()) if beta else poisoned(m, dtype, xp)
+                dot = poisoned(1, np.float64, xp)
+                out = A.spmv_dot(xp.asarray(x), y, dot, w=None if weights is None else xp.asarray(weights),
+                                 alpha=alpha, beta=beta)
+                assert out is y
+                return to_numpy(y), float(to_numpy(dot)[0])
+
+            y, dot = run()
+            assert np.array_equal(y, to_numpy(plain)), "y differs from the plain product"
+            w64, y64 = w.astype(np.float64), y.astype(np.float64)
+            expected = float(np.dot(w64, y64))
+            if A.backend == "cpu":
+                assert dot == expected
+            else:
+                scale = float(np.abs(w64) @ np.abs(y64))
+                assert abs(dot - expected) <= 1e-13 * max(m, 1) ** 0.5 * scale + 1e-300, (dot, expected)
+                for _ in range(3):
+                    again_y, again_dot = run()
+                    assert np.array_equal(again_y, y) and again_dot == dot, "not reproducible"
+
+
+@requires_matrices
+@pytest.mark.parametrize("name", [n for n in DOT_MATRICES if n in REAL_MATRICES])
+@pytest.mark.parametrize("fmt", list(DOT_FORMATS))
+def test_spmv_dot_real_matrices(name, fmt, backend, rng):
+    S = real(name)
+    if np.iscomplexobj(S.data):  # spmv_dot is for real matrices (the solvers' dtypes)
+        S = sp.csr_array(S.real)
+    try:  # ELL: matrices it pads to at most 50x their entries (arrow's dense row: not)
+        A = sparsegpu.from_scipy(S, format=fmt, backend=backend, **({"max_fill": 50.0} if fmt == "ell" else {}))
+    except ValueError as exc:
+        pytest.skip(str(exc)[:80])
+    check_spmv_dot(A, S, rng, np.float64)
+
+
+@pytest.mark.parametrize("case", list(EDGE_CASES))
+@pytest.mark.parametrize("fmt", list(DOT_FORMATS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_spmv_dot_random_and_edge_cases(case, fmt, dtype, backend, rng):
+    S = EDGE_CASES[case](rng)
+    A = sparsegpu.from_scipy(S, format=fmt, backend=backend, dtype=dtype, **DOT_FORMATS[fmt])
+    check_spmv_dot(A, S, rng, dtype)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "ell"])
+def test_spmv_dot_poisson_and_a_split_row(fmt, backend, rng):
+    """The fused epilogues on the solvers' matrix (2-D Poisson, ~1/256 blocks' worth of rows
+    and more), and CSR with a row long enough to be split (the fallback path)."""
+    k = 70
+    T = sp.diags_array([-1.0, 2.0, -1.0], offsets=[-1, 0, 1], shape=(k, k))
+    S = sp.csr_array(sp.kron(sp.eye_array(k), T) + sp.kron(T, sp.eye_array(k)))
+    check_spmv_dot(sparsegpu.from_scipy(S, format=fmt, backend=backend), S, rng, np.float64)
+    if fmt == "csr":
+        long_row = sp.random_array((1, S.shape[1]), density=0.9, rng=rng, format="csr")
+        S2 = sp.csr_array(sp.vstack([S[:-1], long_row]))
+        A2 = sparsegpu.from_scipy(S2, format=fmt, backend=backend)
+        check_spmv_dot(A2, S2, rng, np.float64)
+
+
+def test_spmv_dot_bad_input(backend):
+    xp = xp_for(backend)
+    A = sparsegpu.from_scipy(sp.random_array((6, 6), density=0.5, rng=1, format="csr"), backend=backend)
+    x, y, dot = xp.ones(6), xp.empty(6), xp.empty(1)
+    with pytest.raises(TypeError, match="float64 array of shape"):
+        A.spmv_dot(x, y, xp.empty(1, np.float32))
+    with pytest.raises(TypeError, match="float64 array of shape"):
+        A.spmv_dot(x, y, xp.empty(2))
+    with pytest.raises(ValueError, match="length"):
+        A.spmv_dot(xp.ones(5), y, dot)
+    with pytest.raises(TypeError, match="real matrix"):
+        A.astype(np.complex128).spmv_dot(x.astype(np.complex128), y.astype(np.complex128), dot)
+    rect = sparsegpu.from_scipy(sp.random_array((6, 4), density=0.5, rng=1, format="csr"), backend=backend)
+    with pytest.raises(ValueError, match="square"):
+        rect.spmv_dot(xp.ones(4), y, dot)
+    rect.spmv_dot(xp.ones(4), y, dot, w=xp.ones(6))  # with w it is fine
+    with pytest.raises(ValueError, match="w must not be y"):
+        rect.spmv_dot(xp.ones(4), y, dot, w=y)
+    if backend == "gpu":
+        with pytest.raises(TypeError, match="moves nothing"):
+            A.spmv_dot(np.ones(6), np.empty(6), np.empty(1))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fmt", ["csr", "ell", "coo"])
+def test_gpu_spmv_dot_is_capturable(fmt, rng):
+    """After a first call, spmv_dot neither allocates nor reads the device from the host: it
+    replays from a CUDA graph with the same results."""
+    import cupy
+
+    S = random_sparse(rng, 3000, 3000, 0.002) + sp.eye_array(3000)
+    A = sparsegpu.from_scipy(S, format=fmt, backend="gpu", **DOT_FORMATS[fmt])
+    x = cupy.asarray(random_vector(rng, 3000, np.float64))
+    y, dot = cupy.empty(3000), cupy.empty(1)
+    A.spmv_dot(x, y, dot)  # first call: plans and scratch
+    want_y, want_dot = y.get(), dot.get()
+    y.fill(np.nan)
+    dot.fill(np.nan)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        A.spmv_dot(x, y, dot)
+        graph = stream.end_capture()
+        graph.launch()
+    stream.synchronize()
+    assert np.array_equal(y.get(), want_y) and np.array_equal(dot.get(), want_dot)

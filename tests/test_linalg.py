@@ -316,39 +316,107 @@ def test_twin_cg_steps_by_hand():
     p, q = np.array([1.0, 2.0]), np.array([3.0, 4.0])
     sc, st = _workspace()
     sc[twin.RHO] = 22.0
-    twin.krylov_step(twin.CG_ALPHA, 2, p, q, None, None, None, None, None, 0, sc, st)
-    assert sc[twin.ALPHA] == 2.0  # 22 / (3 + 8)
+    # p.q as the operator's spmv_dot leaves it (op DOT writes its one-element output)
+    twin.krylov_step(twin.DOT, 2, p, q, None, None, None, None, None, 0, sc[twin.PQ : twin.PQ + 1], None)
+    assert sc[twin.PQ] == 11.0
     x, r = np.zeros(2), np.array([6.0, 9.0])
-    twin.krylov_step(twin.CG_UPDATE, 2, x, r, p, q, None, None, None, 0, sc, st)
-    np.testing.assert_array_equal(x, [2.0, 4.0])
+    twin.krylov_step(twin.CG_UPDATE, 2, r, q, None, None, None, None, None, 0, sc, st)
+    assert sc[twin.ALPHA] == 2.0  # 22 / (3 + 8), computed by CG_UPDATE
     np.testing.assert_array_equal(r, [0.0, 1.0])
     assert st[twin.COUNT] == 1 and sc[twin.RHO] == 1.0 and sc[twin.BETA] == 1.0 / 22.0
-    assert st[twin.STATUS] == twin.RUNNING and sc[twin.RNORM] == 1.0
-    twin.krylov_step(twin.CG_P, 2, p, r, None, None, None, None, None, 0, sc, st)
+    assert st[twin.STATUS] == twin.RUNNING and sc[twin.RNORM] == 1.0 and st[twin.PENDING] == 1
+    np.testing.assert_array_equal(x, [0.0, 0.0])  # x waits for CG_P
+    twin.krylov_step(twin.CG_P, 2, p, r, x, None, None, None, None, 0, sc, st)
+    np.testing.assert_array_equal(x, [2.0, 4.0])  # x += alpha p, with p before its update
     np.testing.assert_allclose(p, [1.0 / 22.0, 1.0 + 2.0 / 22.0])
-    # convergence freezes every later step
+    assert st[twin.PENDING] == 0
+    # convergence: CG_P still adds alpha p to x, leaves p; then every step is frozen
     sc[twin.ATOL] = 10.0
-    twin.krylov_step(twin.CG_UPDATE, 2, x, r, p, q, None, None, None, 0, sc, st)
-    assert st[twin.STATUS] == twin.CONVERGED
-    frozen = (x.copy(), r.copy(), sc.copy())
-    twin.krylov_step(twin.CG_UPDATE, 2, x, r, p, q, None, None, None, 0, sc, st)
-    assert np.array_equal(x, frozen[0]) and np.array_equal(r, frozen[1]) and np.array_equal(sc, frozen[2])
+    sc[twin.PQ] = 0.5
+    p_before = p.copy()
+    twin.krylov_step(twin.CG_UPDATE, 2, r, q, None, None, None, None, None, 0, sc, st)
+    assert st[twin.STATUS] == twin.CONVERGED and st[twin.PENDING] == 1
+    twin.krylov_step(twin.CG_P, 2, p, r, x, None, None, None, None, 0, sc, st)
+    np.testing.assert_allclose(x, [2.0, 4.0] + sc[twin.ALPHA] * p_before)
+    np.testing.assert_array_equal(p, p_before)
+    frozen = (x.copy(), r.copy(), p.copy(), sc.copy(), st.copy())
+    twin.krylov_step(twin.CG_UPDATE, 2, r, q, None, None, None, None, None, 0, sc, st)
+    twin.krylov_step(twin.CG_P, 2, p, r, x, None, None, None, None, 0, sc, st)
+    for got, want in zip((x, r, p, sc, st), frozen):
+        assert np.array_equal(got, want)
 
 
 def test_twin_jacobi_fused_rho_and_breakdowns():
     r, dinv = np.array([1.0, 2.0]), np.array([0.5, 0.25])
     sc, st = _workspace()
-    twin.krylov_step(twin.CG_UPDATE, 2, np.zeros(2), r, None, None, None, None, dinv,
+    twin.krylov_step(twin.CG_UPDATE, 2, r, np.zeros(2), None, None, None, None, dinv,
                      twin.FLAG_DINV | twin.FLAG_START, sc, st)
     assert sc[twin.RHO] == 1.5 and st[twin.COUNT] == 0  # 0.5 + 4 * 0.25
-    sc, st = _workspace()
-    twin.krylov_step(twin.CG_ALPHA, 2, np.array([1.0, 0.0]), np.array([0.0, 1.0]), None, None, None, None,
-                     None, 0, sc, st)
-    assert st[twin.STATUS] == twin.DENOMINATOR_BREAKDOWN
+    for pq, status in ((0.0, twin.DENOMINATOR_BREAKDOWN), (np.nan, twin.NONFINITE)):
+        sc, st = _workspace(count=2)
+        sc[twin.RHO], sc[twin.PQ] = 1.0, pq
+        x, r, p = np.ones(2), np.array([1.0, 2.0]), np.ones(2)
+        twin.krylov_step(twin.CG_UPDATE, 2, r, np.ones(2), None, None, None, None, None, 0, sc, st)
+        twin.krylov_step(twin.CG_P, 2, p, r, x, None, None, None, None, 0, sc, st)
+        assert st[twin.STATUS] == status and st[twin.COUNT] == 2  # no update, no count
+        assert st[twin.PENDING] == 0  # so CG_P leaves x alone
+        np.testing.assert_array_equal(x, 1.0)
+        np.testing.assert_array_equal(r, [1.0, 2.0])
+    # The iteration limit freezes later steps (status LIMIT, info = maxiter)
+    sc, st = _workspace(maxiter=3, count=2)
+    sc[twin.RHO], sc[twin.PQ] = 1.0, 2.0
+    x, r, p = np.zeros(2), np.array([1.0, 2.0]), np.ones(2)
+    twin.krylov_step(twin.CG_UPDATE, 2, r, np.ones(2), None, None, None, None, None, 0, sc, st)
+    assert st[twin.STATUS] == twin.LIMIT and st[twin.COUNT] == 3
+    twin.krylov_step(twin.CG_P, 2, p, r, x, None, None, None, None, 0, sc, st)
+    np.testing.assert_array_equal(x, 0.5)  # the last iteration's x update still happens
+    frozen = x.copy()
+    twin.krylov_step(twin.CG_UPDATE, 2, r, np.ones(2), None, None, None, None, None, 0, sc, st)
+    twin.krylov_step(twin.CG_P, 2, p, r, x, None, None, None, None, 0, sc, st)
+    assert np.array_equal(x, frozen) and st[twin.COUNT] == 3
     sc, st = _workspace()
     twin.krylov_step(twin.BI_START, 2, np.array([np.nan, 1.0]), np.array([1.0, 1.0]), None, None, None,
                      None, None, 0, sc, st)
     assert st[twin.STATUS] == twin.NONFINITE
+
+
+def test_operators_without_a_fused_product_fall_back(rng):
+    """CG over operators that have no spmv_dot (A.T, a LinearOperator, a dense array) gives
+    SciPy's iterates: their product is followed by a separate dot pass."""
+    S = poisson2d(14)
+    b = rng.standard_normal(S.shape[0])
+    x_ref, _ = sla.cg(S, b, rtol=1e-10)
+    A = sparsegpu.from_scipy(S, backend="cpu")
+    for op in (A.T, sla.aslinearoperator(S), S.toarray(), A):
+        x, info = cg(op, b, rtol=1e-10)
+        assert info == 0
+        np.testing.assert_allclose(x, x_ref, rtol=1e-8, atol=1e-10)
+
+
+def test_operator_apply_dot_fallback_is_the_product_and_numpy_dot(rng):
+    from sparsegpu.linalg._operator import as_operator
+
+    S = sp.csr_array(sp.random_array((40, 40), density=0.2, rng=rng) + sp.eye_array(40))
+    x = rng.standard_normal(40)
+    for A in (S, sla.aslinearoperator(S), sparsegpu.from_scipy(S, backend="cpu").T.T):
+        op = as_operator(A, np.dtype(np.float64), "cpu")
+        out, dot = np.empty(40), np.empty(1)
+        op.apply_dot(x, out, dot)
+        np.testing.assert_allclose(out, S @ x, rtol=1e-13)
+        assert dot[0] == float(np.dot(x, out))
+
+
+@pytest.mark.parametrize("maxiter", [0, 1, 7, 30])
+def test_iteration_limit_freezes_on_the_device(maxiter, rng):
+    """Status LIMIT at maxiter: the host may run past it (whole batches) without changing x."""
+    S = poisson2d(12)
+    b = rng.standard_normal(S.shape[0])
+    x_ref, info_ref = sla.cg(S, b, rtol=1e-14, maxiter=maxiter)
+    for every in (1, 4, 64):
+        x, info = cg(S, b, rtol=1e-14, maxiter=maxiter, check_every=every)
+        assert info == info_ref == maxiter
+        np.testing.assert_allclose(x, x_ref, rtol=1e-10, atol=1e-12)
+        assert solve(S, b, rtol=1e-14, maxiter=maxiter, check_every=every).iterations == maxiter
 
 
 # --------------------------------------------------------------------------- preconditioners and bad input
@@ -412,7 +480,8 @@ def _random_case(op, n, dtype, rng, cp):
     vecs = [rng.standard_normal(n).astype(dtype) for _ in range(6)]
     dinv = (rng.random(n) + 0.5).astype(dtype)
     sc, st = _workspace(atol=1e-3, maxiter=50, count=3, history=8)
-    sc[[twin.RHO, twin.ALPHA, twin.BETA, twin.OMEGA]] = rng.standard_normal(4)
+    sc[[twin.RHO, twin.ALPHA, twin.BETA, twin.OMEGA, twin.PQ]] = rng.standard_normal(5)
+    st[twin.PENDING] = 1  # CG_P's x update runs (CG_UPDATE sets it, other ops ignore it)
     return vecs, dinv, sc, st
 
 
@@ -499,3 +568,66 @@ def test_gpu_breakdowns_and_float32(rng):
     x, info = cg(sparsegpu.from_scipy(S, backend="gpu"), cp.asarray(b), rtol=1e-4, M=jacobi(S))
     assert info == 0 and x.dtype == cp.float32
     assert np.linalg.norm(b - S @ x.get()) <= 2e-4 * np.linalg.norm(b)
+
+
+def _gpu_runs(method, A, b, M, **kw):
+    """(x, info, iterations) of one GPU solve, x on the host."""
+    result = solve(A, b, method=method, M=M, **kw)
+    return to_numpy(result.x), result.info, result.iterations
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("method", ["cg", "bicgstab"])
+@pytest.mark.parametrize("precond", [None, "jacobi", "block2"])
+@pytest.mark.parametrize("fmt", ["ell", "csr", "coo"])
+def test_gpu_batches_graphs_and_pipelining_never_change_the_result(method, precond, fmt, rng):
+    """Graph replays rounded up to whole graphs, pipelined status reads and every check
+    interval give bitwise the x, info and iteration count of checking every iteration eagerly
+    (iterations past convergence or maxiter are frozen no-ops)."""
+    import cupy as cp
+
+    from sparsegpu.linalg import _fused
+
+    S = convection_diffusion(30) if method == "bicgstab" else poisson2d(30)
+    b = cp.asarray(rng.standard_normal(S.shape[0]))
+    A = sparsegpu.from_scipy(S, format=fmt, backend="gpu", **({"max_fill": None} if fmt == "ell" else {}))
+    M = our_preconditioner(precond, S)
+    for maxiter in (None, 13, 1, 0):
+        saved = _fused.USE_CUDA_GRAPHS
+        _fused.USE_CUDA_GRAPHS = False
+        try:
+            want = _gpu_runs(method, A, b, M, rtol=1e-9, maxiter=maxiter, check_every=1)
+        finally:
+            _fused.USE_CUDA_GRAPHS = saved
+        for every in (2, 5, 16, 64):
+            got = _gpu_runs(method, A, b, M, rtol=1e-9, maxiter=maxiter, check_every=every)
+            assert got[1:] == want[1:], (maxiter, every)
+            assert np.array_equal(got[0], want[0]), (maxiter, every)
+            x, info = SOLVERS[method](A, b, rtol=1e-9, maxiter=maxiter, M=M, check_every=every)
+            assert info == want[1] and np.array_equal(to_numpy(x), want[0])
+    calls = []
+    x, info = SOLVERS[method](A, b, rtol=1e-9, M=M, callback=lambda xk: calls.append(1))
+    iterations = want_iterations(method, A, b, M)
+    # BiCGSTAB converging at its half step returns before that iteration's callback, as SciPy does.
+    assert info == 0 and len(calls) in ((iterations - 1, iterations) if method == "bicgstab" else (iterations,))
+
+
+def want_iterations(method, A, b, M):
+    return solve(A, b, method=method, M=M, rtol=1e-9, check_every=1).iterations
+
+
+@pytest.mark.gpu
+def test_gpu_cg_fused_product_matches_twin(rng):
+    """CG on the GPU (three launches per iteration, p.Ap from the ELL or CSR epilogue) against
+    the CPU twin: same iteration count, iterates to rounding, residual history to rounding."""
+    S = poisson2d(60)
+    b = rng.standard_normal(S.shape[0])
+    ref = solve(sparsegpu.from_scipy(S, backend="cpu"), b, rtol=1e-10, history=True)
+    for fmt in ("ell", "csr"):
+        A = sparsegpu.from_scipy(S, format=fmt, backend="gpu")
+        got = solve(A, b, rtol=1e-10, history=True)
+        assert got.info == ref.info == 0 and abs(got.iterations - ref.iterations) <= 1
+        np.testing.assert_allclose(got.history[:20], ref.history[:20], rtol=1e-9)
+        np.testing.assert_allclose(got.x, ref.x, rtol=1e-7, atol=1e-9 * np.abs(ref.x).max())
+        again = solve(A, b, rtol=1e-10, history=True)
+        assert np.array_equal(again.x, got.x) and again.history == got.history  # reproducible

@@ -6,7 +6,9 @@ Each solver is first checked: after k iterations its true relative residual
 in float64 agree that closely this early); one that does not is reported ``wrong`` and not
 timed. Then it runs with a tolerance it cannot meet (``rtol=1e-30``, ``atol=0``) for k and for
 2k iterations; time per iteration = (t(2k) - t(k)) / k, so conversion, allocation and the
-first synchronisation cancel out. The bytes model of an iteration is
+first synchronisation cancel out. Each row also has the whole-solve figure
+(t(k) - t(1)) / (k - 1), which keeps what a k-iteration solve pays beyond a 1-iteration one
+(status checks, graph capture), and sparsegpu's rows the speed-ups over cupyx by both. The bytes model of an iteration is
 :func:`sparsegpu.bench.bytes_model.cg_iteration_bytes`.
 
 >>> rows = bench_cg("cpu", grids=(16,), iterations=4, repeat=1)
@@ -73,6 +75,12 @@ def residual(S: Any, b: np.ndarray, result: Any) -> float:
 
 def per_iteration(run: Callable[[int], Any], iterations: int, backend: str, repeat: int) -> float:
     """Median over ``repeat`` of (t(2k) - t(k)) / k seconds, after one warm-up run."""
+    return timed_iterations(run, iterations, backend, repeat)[0]
+
+
+def timed_iterations(run: Callable[[int], Any], iterations: int, backend: str, repeat: int) -> tuple[float, float]:
+    """(per iteration, whole solve) seconds: medians over ``repeat`` of (t(2k) - t(k)) / k and
+    of (t(k) - t(1)) / (k - 1), after one warm-up run."""
     def wall(k: int) -> float:
         synchronize(backend)
         start = time.perf_counter()
@@ -81,7 +89,12 @@ def per_iteration(run: Callable[[int], Any], iterations: int, backend: str, repe
         return time.perf_counter() - start
 
     wall(iterations)
-    return statistics.median((wall(2 * iterations) - wall(iterations)) / iterations for _ in range(repeat))
+    running, whole = [], []
+    for _ in range(repeat):
+        one, k, two_k = wall(1), wall(iterations), wall(2 * iterations)
+        running.append((two_k - k) / iterations)
+        whole.append((k - one) / max(iterations - 1, 1))
+    return statistics.median(running), statistics.median(whole)
 
 
 def bench_cg(backend: str, grids: Sequence[int] = TARGET_GRIDS, iterations: int = 50, repeat: int = 3,
@@ -105,13 +118,25 @@ def bench_cg(backend: str, grids: Sequence[int] = TARGET_GRIDS, iterations: int 
                     rows.append({**row, "status": "wrong", "message": f"residual after {iterations} iterations "
                                  f"{got:.6g}, SciPy's {expected:.6g}"})
                     continue
-                seconds = per_iteration(run, k, backend, repeat)
+                seconds, whole = timed_iterations(run, k, backend, repeat)
             except Exception as exc:  # report and go on
                 rows.append({**row, "status": "error", "message": f"{type(exc).__name__}: {exc}"})
                 continue
             rows.append({**row, "status": "ok", "residual": got, "ms_per_iteration": seconds * 1e3,
-                         "gbps": effective_gbps(nbytes, seconds)})
+                         "whole_solve_ms_per_iteration": whole * 1e3, "gbps": effective_gbps(nbytes, seconds)})
+        _speedups(rows)
     return rows
+
+
+def _speedups(rows: list[dict[str, Any]]) -> None:
+    """Adds to the latest grid's sparsegpu row its speed-ups over cupyx, by both measures."""
+    latest = rows[-1]["matrix"] if rows else None
+    by_impl = {r["impl"]: r for r in rows if r["matrix"] == latest and r.get("status") == "ok"}
+    ours, theirs = by_impl.get("sparsegpu"), by_impl.get("cupyx")
+    if ours and theirs:
+        ours["speedup_vs_cupyx_per_iteration"] = theirs["ms_per_iteration"] / ours["ms_per_iteration"]
+        ours["speedup_vs_cupyx_whole_solve"] = (theirs["whole_solve_ms_per_iteration"]
+                                                / ours["whole_solve_ms_per_iteration"])
 
 
 def linalg_compare_cg(grids: Sequence[int], iterations: int = 50, repeats: int = 3) -> list[Any]:

@@ -3,7 +3,8 @@
 A format subclass supplies: ``_arrays()`` (its stored arrays by name), ``nnz``,
 ``_from_csr(csr, **params)`` (build from a CSR on the same backend), ``to_csr()``,
 ``_map_values(fn)`` (same structure, new values) and ``_spmv(x, y, alpha, beta, transpose)``
-(compute into an allocated ``y`` on the matrix's backend). Everything user-facing (checks,
+(compute into an allocated ``y`` on the matrix's backend); optionally ``_spmv_dot`` (the
+product with a dot product in its epilogue; the default runs ``_spmv`` then a dot pass). Everything user-facing (checks,
 host/device movement of x and y, ``@``, ``T``, conversions) lives here once.
 """
 
@@ -141,11 +142,20 @@ class SparseMatrix:
         ``index_dtype``: int32 or int64 (default: int32 when everything fits). ``backend``:
         ``"gpu"`` or ``"cpu"`` (default: :func:`sparsegpu.backend`). Duplicates are summed and
         indices sorted; explicit zeros are kept as stored entries.
+
+        On the GPU, a matrix of at least :data:`sparsegpu.transfer.STREAM_MIN_BYTES` is
+        streamed by :func:`sparsegpu.transfer.upload_csr` (chunks through pinned buffers,
+        validated and made canonical on the device); a smaller one is made canonical on the
+        host and copied at once. Either way the format is then built on the device.
         """
+        from sparsegpu import transfer
         from sparsegpu.formats.csr import CSR
 
         target = resolve_backend(backend)
-        csr = CSR._from_canonical_scipy(canonical_scipy(S, "csr", dtype, index_dtype), target)
+        if target == "gpu" and transfer.worth_streaming(S):
+            csr = transfer.upload_csr(S, dtype=dtype, index_dtype=index_dtype)
+        else:
+            csr = CSR._from_canonical_scipy(canonical_scipy(S, "csr", dtype, index_dtype), target)
         return csr if cls is CSR and not params else cls._from_csr(csr, **params)
 
     @classmethod
@@ -198,6 +208,66 @@ class SparseMatrix:
         ``beta != 0``; never read when ``beta == 0``.
         """
         return self._product(x, y, alpha, beta, transpose=False)
+
+    def spmv_dot(self, x: Any, y: Any, dot: Any, w: Any = None, alpha: Any = 1, beta: Any = 0) -> Any:
+        """``y = alpha * A @ x + beta * y`` and ``dot[0] = sum_i w[i] * y[i]`` (``w`` defaults to
+        ``x``: CG's ``p . A p``), the dot product fused into the product's epilogue where the
+        format has one (CSR without split rows, ELL), else a second deterministic pass.
+
+        ``x``, ``y``, ``w``: real (float32 or float64) vectors on the matrix's backend (NumPy or
+        CuPy, nothing is moved); ``y`` is written in place, bitwise as :meth:`spmv` writes it,
+        and must not overlap ``x`` or ``w``.
+        ``dot``: a float64 array of shape (1,) on the same backend (a view into a larger array
+        works), written in place with the sum accumulated in float64 and reduced in a fixed
+        order (bitwise reproducible run to run). Returns ``y``.
+
+        On the GPU nothing is read back to the host and nothing is allocated after a matrix's
+        first call (scratch space is cached on the matrix), so calls can be captured in a CUDA
+        graph. One matrix must not run ``spmv_dot`` on two streams at once (shared scratch).
+
+        >>> import numpy as np, scipy.sparse as sp, sparsegpu
+        >>> S = sp.random(30, 30, density=0.2, random_state=2, format="csr")
+        >>> A = sparsegpu.from_scipy(S, backend="cpu")
+        >>> x, y, dot = np.arange(30.0), np.empty(30), np.empty(1)
+        >>> _ = A.spmv_dot(x, y, dot)
+        >>> bool(np.allclose(y, S @ x)), bool(np.isclose(dot[0], x @ (S @ x)))
+        (True, True)
+        """
+        m, n = self._shape
+        if self._dtype.kind != "f":
+            raise TypeError(f"spmv_dot needs a real matrix (float32 or float64), this one is {self._dtype}")
+        x = _validate.check_vector(x, n, self._dtype)
+        _validate.check_out(y, m, self._dtype, x)
+        if w is None:
+            if m != n:
+                raise ValueError(f"spmv_dot without w dots y with x, which needs a square matrix, not {m}x{n}")
+            w = x
+        else:
+            w = _validate.check_vector(w, m, self._dtype, name="w")
+            _validate.check_out(w, m, self._dtype, x)
+            if w is y or (is_device_array(w) and w.size and w.data.ptr == y.data.ptr) or (
+                    isinstance(w, np.ndarray) and np.may_share_memory(w, y)):
+                raise ValueError("w must not be y: the kernel reads w while it writes y")
+        if not hasattr(dot, "dtype") or dot.dtype != np.float64 or tuple(dot.shape) != (1,):
+            raise TypeError(f"dot must be a float64 array of shape (1,), got {getattr(dot, 'dtype', type(dot).__name__)} "
+                            f"of shape {getattr(dot, 'shape', None)}")
+        if is_device_array(dot) != is_device_array(x) or is_device_array(x) != (self._backend == "gpu"):
+            raise TypeError(
+                f"spmv_dot moves nothing between host and device: x, y, w and dot must all be "
+                f"{'CuPy' if self._backend == 'gpu' else 'NumPy'} arrays for this matrix on {self._backend}"
+            )
+        alpha = _validate.check_scalar("alpha", alpha, self._dtype)
+        beta = _validate.check_scalar("beta", beta, self._dtype)
+        return self._spmv_dot(x, y, alpha, beta, w, dot)
+
+    def _spmv_dot(self, x: Any, y: Any, alpha: Any, beta: Any, w: Any, dot: Any) -> Any:
+        """The product, then the dot product in a second pass (formats without a fused
+        epilogue; every format's CPU twin)."""
+        from sparsegpu.linalg._fused import vector_dot
+
+        self._spmv(x, y, alpha, beta, False)
+        vector_dot(w, y, dot, self._cache)
+        return y
 
     def __matmul__(self, x: Any) -> Any:
         if sp.issparse(x) or isinstance(x, SparseMatrix):

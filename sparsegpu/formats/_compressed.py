@@ -5,6 +5,10 @@ products: kernels/spmv_csr.cu, deterministic. A product across it (CSR's ``A.T @
 ``A @ x``) either gathers over a transposed copy built once on first use and cached (the
 default: deterministic) or, with ``sparsegpu.options(deterministic=False)``, scatters with
 atomic adds (kernels/spmv_csc.cu: no extra memory, rounding varies run to run).
+
+``spmv_dot`` (y = A x with ``sum_i w_i y_i`` in the epilogue) is fused into the row kernel when
+the product gathers along the major axis and no row is split into chunks; otherwise (CSC's
+``A @ x``, split rows, the CPU twin) it is the product followed by a deterministic dot pass.
 """
 
 from __future__ import annotations
@@ -109,11 +113,37 @@ def make_gather_plan(indptr: Any, dtype: np.dtype, tpr: int | None = None) -> Ga
     return plan
 
 
-def gather_spmv(plan: GatherPlan, indptr: Any, indices: Any, data: Any, x: Any, y: Any, alpha: Any, beta: Any) -> Any:
-    """y = alpha * A x + beta * y over compressed arrays along their major axis (GPU)."""
+NULL_POINTER = np.uint64(0)  # a null device pointer argument
+
+
+def dot_scratch(cache: dict[str, Any], key: str, blocks: int) -> tuple[Any, Any]:
+    """(partials, counter) for a deterministic grid-wide dot product over ``blocks`` blocks
+    (common.cuh ``sg::grid_sums``): ``blocks`` doubles and a ticket counter that the kernel
+    leaves at zero. Allocated on first use and kept in ``cache`` (a matrix's cache), so later
+    calls allocate nothing (CUDA graph capture)."""
+    import cupy
+
+    held = cache.get(key)
+    if held is None or held[0].size < blocks:
+        held = (cupy.empty(blocks, np.float64), cupy.zeros(1, np.uint32))
+        cache[key] = held
+    return held
+
+
+def gather_spmv(plan: GatherPlan, indptr: Any, indices: Any, data: Any, x: Any, y: Any, alpha: Any, beta: Any,
+                w: Any = None, dot: Any = None, scratch: tuple[Any, Any] | None = None) -> Any:
+    """y = alpha * A x + beta * y over compressed arrays along their major axis (GPU). With
+    ``dot`` (and ``w``, ``scratch`` from :func:`dot_scratch`), also ``dot[0] = w . y`` in the
+    row kernel's epilogue; only for plans without split rows (``plan.n_long == 0``)."""
+    if dot is None:
+        fused: tuple[Any, ...] = (NULL_POINTER,) * 4
+    else:
+        if plan.n_long:
+            raise ValueError("the dot epilogue needs every row in the row kernel; this plan splits rows")
+        fused = (w, dot, *scratch)
     plan.rows_kernel(
         (plan.rows_grid,), (ROWS_BLOCK,),
-        (indptr, indices, data, x, y, alpha, beta, plan.n_major, plan.long_row_scalar),
+        (indptr, indices, data, x, y, alpha, beta, plan.n_major, plan.long_row_scalar, *fused),
     )
     if plan.n_long:
         import cupy
@@ -252,6 +282,14 @@ class CompressedMatrix(SparseMatrix):
             data, indices, indptr = self._swapped_arrays()
             return gather_spmv(self._plan("swapped_plan", indptr), indptr, indices, data, x, y, alpha, beta)
         return self._scatter(x, y, alpha, beta)
+
+    def _spmv_dot(self, x: Any, y: Any, alpha: Any, beta: Any, w: Any, dot: Any) -> Any:
+        if self._backend == "gpu" and self._major_axis == 0 and y.size:
+            plan = self._plan("plan", self.indptr)
+            if not plan.n_long:
+                scratch = dot_scratch(self._cache, "dot_scratch", plan.rows_grid)
+                return gather_spmv(plan, self.indptr, self.indices, self.data, x, y, alpha, beta, w, dot, scratch)
+        return super()._spmv_dot(x, y, alpha, beta, w, dot)
 
     def _scatter(self, x: Any, y: Any, alpha: Any, beta: Any) -> Any:
         scale_in_place(y, beta)

@@ -20,7 +20,9 @@ from sparsegpu import convert
 from sparsegpu._backend import Backend, deterministic, resolve_backend
 from sparsegpu._kernels import KernelFile, blocks_for
 from sparsegpu.formats._base import SparseMatrix
+from sparsegpu.formats._compressed import NULL_POINTER, dot_scratch
 from sparsegpu.reference import regular as twins
+from sparsegpu.reference.spmv import dot_into
 
 ELL_BLOCK = 256  # kernels/spmv_ell.cu ELL_BLOCK
 #: Default limit on padded slots per stored entry: ELL refuses a matrix whose longest row
@@ -181,17 +183,29 @@ class RegularMatrix(SparseMatrix):
         return type(self)._from_csr(self.to_csr().asbackend(target), **self._layout_params())
 
 
-def ell_forward(indices: Any, data: Any, width: int, x: Any, y: Any, alpha: Any, beta: Any) -> Any:
+def ell_forward(indices: Any, data: Any, width: int, x: Any, y: Any, alpha: Any, beta: Any,
+                w: Any = None, dot: Any = None, cache: dict[str, Any] | None = None) -> Any:
     """y = alpha * A x + beta * y over column-major padded arrays of ``y.size`` rows, on the
-    arrays' backend (the kernel on the GPU, the twin on the CPU)."""
+    arrays' backend (the kernel on the GPU, the twin on the CPU). With ``dot`` (and ``w``, and
+    the matrix's ``cache`` for the reduction scratch), also ``dot[0] = w . y`` in float64, in the
+    kernel's epilogue on the GPU (twin: the product, then ``reference.spmv.dot_into``)."""
     if isinstance(indices, np.ndarray):
-        return twins.ell_spmv(indices, data, width, x, y, alpha, beta)
-    if y.size == 0:
+        twins.ell_spmv(indices, data, width, x, y, alpha, beta)
+        if dot is not None:
+            dot_into(w, y, dot)
         return y
+    if y.size == 0:
+        if dot is not None:
+            dot.fill(0)
+        return y
+    blocks = blocks_for(y.size, ELL_BLOCK)
+    fused: tuple[Any, ...] = (NULL_POINTER,) * 4
+    if dot is not None:
+        fused = (w, dot, *dot_scratch(cache, "dot_scratch", blocks))
     kernel = ELL_KERNELS.function("ell_spmv<{V}, {I}>", data.dtype, indices.dtype)
     kernel(
-        (blocks_for(y.size, ELL_BLOCK),), (ELL_BLOCK,),
-        (indices, data, np.int64(width), np.int64(y.size), x, y, alpha, beta),
+        (blocks,), (ELL_BLOCK,),
+        (indices, data, np.int64(width), np.int64(y.size), x, y, alpha, beta, *fused),
     )
     return y
 
@@ -258,6 +272,10 @@ class ELL(RegularMatrix):
 
     def _forward(self, x: Any, y: Any, alpha: Any, beta: Any) -> Any:
         return ell_forward(self.indices, self.data, self.width, x, y, alpha, beta)
+
+    def _spmv_dot(self, x: Any, y: Any, alpha: Any, beta: Any, w: Any, dot: Any) -> Any:
+        # The product and w . y in one kernel (kernels/spmv_ell.cu ell_spmv with its dot epilogue).
+        return ell_forward(self.indices, self.data, self.width, x, y, alpha, beta, w, dot, self._cache)
 
 
 def check_fill(n_rows: int, width: int, nnz: int, max_fill: float | None) -> None:

@@ -5,8 +5,12 @@ A :class:`FusedWorkspace` owns everything a solve needs besides the vectors: ``s
 scalar slots: atol, rho, alpha, beta, omega, last residual norm, rho tolerance), ``st`` (int64
 words: status, completed iterations, iteration limit, history ring length), the block partial
 sums and the ticket counter of the deterministic reductions, and the optional ring of residual
-norms. Nothing here reads a value back to the host except :meth:`FusedWorkspace.read`, which
-the solvers call once per batch of iterations.
+norms. Nothing here reads a value back to the host except :meth:`FusedWorkspace.read` and
+:meth:`StatusSnapshot.wait`, which the solvers call once per batch of iterations.
+
+:func:`vector_dot` is the deterministic dot product (kernels/krylov.cu op DOT) that
+``SparseMatrix.spmv_dot`` and :meth:`~sparsegpu.linalg._operator.Operator.apply_dot` fall back
+to when an operator has no fused epilogue.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ import numpy as np
 
 from sparsegpu._backend import Backend, array_module
 from sparsegpu._kernels import KernelFile, blocks_for, device_properties
+from sparsegpu.formats._compressed import dot_scratch
 from sparsegpu.reference import krylov as twin
+from sparsegpu.reference.spmv import dot_into
 
 BLOCK = 256  # kernels/krylov.cu sg_krylov::BLOCK
 BLOCKS_PER_SM = 8  # 2048 resident threads per SM / BLOCK
@@ -31,6 +37,31 @@ KRYLOV_KERNELS = KernelFile(
     index_dtypes=(np.int32,),
 )
 NULL_POINTER = np.uint64(0)
+
+
+def krylov_grid(n: int) -> int:
+    """Blocks of a krylov_step launch over n elements: one wave of resident blocks at most."""
+    return min(blocks_for(n, BLOCK), device_properties()["multiprocessors"] * BLOCKS_PER_SM)
+
+
+def vector_dot(w: Any, y: Any, out: Any, cache: dict[str, Any]) -> Any:
+    """``out[0] = w . y`` accumulated in float64 and reduced in a fixed order (bitwise
+    reproducible): kernels/krylov.cu op DOT on the GPU, with reduction scratch kept in ``cache``
+    (nothing allocated after the first call, nothing read back: capturable); NumPy on the CPU.
+    ``w`` and ``y`` are float32 or float64 vectors of one backend, ``out`` a float64 array of
+    shape (1,) on it."""
+    if isinstance(y, np.ndarray):
+        return dot_into(w, y, out)
+    grid = krylov_grid(y.size)
+    partials, counter = dot_scratch(cache, "krylov_dot_scratch", 2 * grid)
+    dummy = y[:0]
+    kernel = KRYLOV_KERNELS.function(f"krylov_step<{{V}}, {twin.DOT}>", y.dtype)
+    kernel(
+        (grid,), (BLOCK,),
+        (np.int64(y.size), w, y, dummy, dummy, dummy, dummy, dummy, np.int32(0), out, NULL_POINTER,
+         partials, counter, NULL_POINTER),
+    )
+    return out
 
 
 class FusedWorkspace:
@@ -48,10 +79,11 @@ class FusedWorkspace:
         st[twin.MAXITER] = maxiter
         st[twin.HISTCAP] = max(history_ring, 1)
         self.sc, self.st = xp.asarray(sc), xp.asarray(st)
+        #: Where the operator's spmv_dot leaves p.Ap for CG_UPDATE (a view of sc).
+        self.pq = self.sc[twin.PQ : twin.PQ + 1]
         self.history = xp.full(history_ring, np.nan) if history_ring else None
         if where == "gpu":
-            sms = device_properties()["multiprocessors"]
-            self.grid = min(blocks_for(n, BLOCK), sms * BLOCKS_PER_SM)
+            self.grid = krylov_grid(n)
             self.partials = xp.empty(2 * self.grid, np.float64)
             self.counter = xp.zeros(1, np.uint32)
             self.dummy = xp.empty(1, self.dtype)
@@ -77,6 +109,10 @@ class FusedWorkspace:
             (self.grid,), (BLOCK,),
             (self.n_arg, *vectors, np.int32(flag), self.sc, self.st, self.partials, self.counter, history),
         )
+
+    def snapshots(self) -> tuple[StatusSnapshot, StatusSnapshot]:
+        """Two asynchronous readers of the status words (GPU only), for pipelined batches."""
+        return StatusSnapshot(self.st), StatusSnapshot(self.st)
 
     def read(self) -> tuple[int, int]:
         """(status, completed iterations): the one host read per batch (a synchronisation on
@@ -119,29 +155,81 @@ def solver_stream(where: Backend) -> Iterator[None]:
         outer.wait_event(inner.record())
 
 
+class StatusSnapshot:
+    """An asynchronous copy of the status words into pinned host memory, ordered on the
+    current stream: :meth:`take` after launching a batch, :meth:`wait` later (while the next
+    batch runs) for (status, completed iterations) as they were when the batch ended."""
+
+    def __init__(self, st: Any) -> None:
+        import cupy
+        import cupyx
+
+        self.st = st
+        self.host = cupyx.empty_pinned(st.shape, st.dtype)
+        self.event = cupy.cuda.Event(disable_timing=True)
+
+    def take(self) -> StatusSnapshot:
+        import cupy
+
+        stream = cupy.cuda.get_current_stream()
+        cupy.cuda.runtime.memcpyAsync(self.host.ctypes.data, self.st.data.ptr, self.st.nbytes,
+                                      cupy.cuda.runtime.memcpyDeviceToHost, stream.ptr)
+        self.event.record(stream)
+        return self
+
+    def wait(self) -> tuple[int, int]:
+        self.event.synchronize()
+        return int(self.host[twin.STATUS]), int(self.host[twin.COUNT])
+
+
+#: Iterations per captured CUDA graph. A batch of ``check_every`` iterations replays the graph
+#: ceil(check_every / GRAPH_ITERATIONS) times. Capturing costs the host about as much as running
+#: the iterations eagerly, once per solve, so a short graph keeps that fixed cost small; its
+#: replays still cost the host far less than the GPU spends on them.
+GRAPH_ITERATIONS = 4
+
+
+def history_ring_length(check_every: int) -> int:
+    """Residual norms one batch can record: the batch rounded up to whole graphs, the first
+    batch's warm-up iteration, and the test before the first iteration."""
+    return check_every + GRAPH_ITERATIONS + 2
+
+
 class BatchLauncher:
-    """Runs batches of ``iteration()``. On the GPU, the first full batch runs eagerly (it
-    compiles kernels and lets operators build their launch plans, which read the device); the
-    second is captured into a CUDA graph that later full batches replay. If an operator cannot
-    be captured, everything stays eager: same kernels, same arguments, same results."""
+    """Launches batches of ``iteration()``.
 
-    def __init__(self, ws: FusedWorkspace, iteration: Callable[[], None], full_batch: int) -> None:
+    The first iteration of a solve always runs eagerly: it compiles kernels and lets operators
+    build their launch plans and scratch (which reads the device and allocates, neither allowed
+    in a capture). On the GPU, when a batch still needs at least GRAPH_ITERATIONS iterations,
+    that many are captured once into a CUDA graph, and batches then replay it: a batch is rounded
+    up to whole graphs. That is safe because iterations past convergence, breakdown or maxiter
+    are frozen on the device (they change nothing). If an operator cannot be captured,
+    everything stays eager: same kernels, same arguments, same results."""
+
+    def __init__(self, ws: FusedWorkspace, iteration: Callable[[], None], batch: int) -> None:
         self.iteration = iteration
-        self.full_batch = full_batch
-        self.use_graph = USE_CUDA_GRAPHS and ws.backend == "gpu" and full_batch > 1
+        self.graph_iterations = min(GRAPH_ITERATIONS, batch)
+        self.use_graph = USE_CUDA_GRAPHS and ws.backend == "gpu" and batch > 1
         self.graph: Any = None
-        self.eager_full_batches = 0
+        self.warmed_up = False
 
-    def run(self, batch: int) -> None:
-        if self.use_graph and batch == self.full_batch:
-            if self.graph is None and self.eager_full_batches >= 1:
-                self.graph = self._capture()
-            if self.graph is not None:
-                self.graph.launch()
-                return
-            self.eager_full_batches += 1
-        for _ in range(batch):
+    def run(self, count: int) -> int:
+        """Launch at least ``count`` iterations (exactly ``count`` when eager); returns how many."""
+        launched = 0
+        if not self.warmed_up:
             self.iteration()
+            self.warmed_up = True
+            launched = 1
+        if self.use_graph and self.graph is None and count - launched >= self.graph_iterations:
+            self.graph = self._capture()
+        if self.graph is not None:
+            while launched < count:
+                self.graph.launch()
+                launched += self.graph_iterations
+            return launched
+        for _ in range(count - launched):
+            self.iteration()
+        return max(launched, count)
 
     def _capture(self) -> Any:
         import cupy
@@ -153,7 +241,7 @@ class BatchLauncher:
             self.use_graph = False
             return None
         try:
-            for _ in range(self.full_batch):
+            for _ in range(self.graph_iterations):
                 self.iteration()
         except Exception:  # an operator did something a graph cannot hold: stay eager
             try:

@@ -2,9 +2,15 @@
 
 CG and BiCGSTAB run on the fused steps of kernels/krylov.cu (twins on the CPU backend): their
 scalars live on the device and the host reads the status word once every ``check_every``
-iterations. Iterations launched after convergence change nothing (every step is frozen by the
-device status), so the result is the iterate of the first converged step, exactly as if the
-test ran on the host every iteration.
+iterations. Iterations launched after convergence, breakdown or the iteration limit change
+nothing (every step is frozen by the device status), so the result is the iterate of the first
+converged step, exactly as if the test ran on the host every iteration.
+
+A CG iteration is three launches: the operator's product with p.Ap in its epilogue
+(``spmv_dot``), CG_UPDATE (alpha, x and r, r.r) and CG_P. On the GPU (without a callback or a
+history) the status reads are pipelined: the next batch is queued before the host waits for
+the previous batch's status, so the GPU never idles on a check; the price is at most two
+batches of frozen iterations after convergence.
 
 GMRES and MINRES follow SciPy line by line over the operator interface and array operations
 of the backend; their small scalar recurrences (Givens rotations, Lanczos coefficients) run on
@@ -23,7 +29,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy.linalg import get_lapack_funcs
 
-from sparsegpu.linalg._fused import BatchLauncher, FusedWorkspace, solver_stream
+from sparsegpu.linalg._fused import BatchLauncher, FusedWorkspace, history_ring_length, solver_stream
 from sparsegpu.linalg._system import System, check_maxiter, initial_residual, prepare
 from sparsegpu.reference import krylov as codes
 
@@ -60,23 +66,42 @@ def _drive(system: System, ws: FusedWorkspace, iteration: Callable[[], None], x:
         ws.drain_history(recorded, count)
         every = 1 if callback is not None else check_every
         launcher = BatchLauncher(ws, iteration, every)
-        launched = 0
-        while status == codes.RUNNING and launched < maxiter:
-            batch = min(every, maxiter - launched)
-            launcher.run(batch)
-            launched += batch
-            status, count = ws.read()
-            if history:
-                ws.drain_history(recorded, count)
-            if callback is not None and count == launched and status != codes.CONVERGED_HALF:
-                callback(system.output(x))
+        if system.backend == "gpu" and callback is None and not history:
+            status, count = _pipelined(ws, launcher, status, count, maxiter, every)
+        else:
+            launched = 0
+            while status == codes.RUNNING and launched < maxiter:
+                launched += launcher.run(min(every, maxiter - launched))
+                status, count = ws.read()
+                if history:
+                    ws.drain_history(recorded, count)
+                if callback is not None and count == launched and status != codes.CONVERGED_HALF:
+                    callback(system.output(x))
     if status in (codes.CONVERGED, codes.CONVERGED_HALF):
         info = 0
     elif status < 0:
         info = status
-    else:
+    else:  # LIMIT (or RUNNING when maxiter is 0)
         info = maxiter
     return Outcome(x, info, count, recorded if history else [])
+
+
+def _pipelined(ws: FusedWorkspace, launcher: BatchLauncher, status: int, count: int, maxiter: int,
+               every: int) -> tuple[int, int]:
+    """Batches with the status read one batch behind: batch k is queued, then the host waits
+    for the status after batch k - 1. The last snapshot taken covers every launched iteration
+    (later ones are frozen), so it is the final (status, count)."""
+    snapshots = ws.snapshots()
+    launched, taken = 0, 0
+    pending = None
+    while status == codes.RUNNING and launched < maxiter:
+        launched += launcher.run(min(every, maxiter - launched))
+        current = snapshots[taken % 2].take()
+        taken += 1
+        if pending is not None:
+            status, count = pending.wait()
+        pending = current
+    return pending.wait() if pending is not None else (status, count)
 
 
 def _fused_setup(name: str, A: Any, b: Any, x0: Any, rtol: Any, atol: Any, maxiter: Any, M: Any,
@@ -85,7 +110,7 @@ def _fused_setup(name: str, A: Any, b: Any, x0: Any, rtol: Any, atol: Any, maxit
     system.maxiter = check_maxiter(name, maxiter, 10 * system.n)
     every = _check_every(system, check_every)
     ws = FusedWorkspace(system.backend, system.n, system.dtype, system.atol, system.maxiter,
-                        history_ring=every + 2 if history else 0)
+                        history_ring=history_ring_length(every) if history else 0)
     return system, every, ws
 
 
@@ -109,17 +134,18 @@ def cg_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: floa
         general.apply(r, z)
         ws.step(codes.CG_RHO, r, z)
 
-    ws.step(codes.CG_UPDATE, x, r, p, q, dinv=dinv, flag=mode | codes.FLAG_START)
-    if general is not None:
-        rho_from_general_preconditioner()
-
-    def iteration() -> None:
-        ws.step(codes.CG_P, p, z, dinv=dinv, flag=p_flag)
-        system.A.apply(p, q)
-        ws.step(codes.CG_ALPHA, p, q)
-        ws.step(codes.CG_UPDATE, x, r, p, q, dinv=dinv, flag=mode)
+    def precondition_and_p() -> None:
         if general is not None:
             rho_from_general_preconditioner()
+        ws.step(codes.CG_P, p, z, x, dinv=dinv, flag=p_flag)  # x += alpha p (pending), p = z + beta p
+
+    ws.step(codes.CG_UPDATE, r, q, dinv=dinv, flag=mode | codes.FLAG_START)
+    precondition_and_p()
+
+    def iteration() -> None:
+        system.A.apply_dot(p, q, ws.pq)  # q = A p and p.q into sc[PQ], for CG_UPDATE's alpha
+        ws.step(codes.CG_UPDATE, r, q, dinv=dinv, flag=mode)
+        precondition_and_p()
 
     return system, _drive(system, ws, iteration, x, callback, every, history)
 

@@ -1,8 +1,10 @@
 """Turning what a user passes as ``A`` or ``M`` into an operator the solvers can apply.
 
 An :class:`Operator` has a shape, a working dtype, the backend its vectors live on, and
-``apply(x, out)`` writing ``A @ x`` into a preallocated ``out``. It talks to sparsegpu matrices
-only through their public interface (``shape``, ``dtype``, ``spmv``), never their arrays.
+``apply(x, out)`` writing ``A @ x`` into a preallocated ``out``, and ``apply_dot(x, out, dot)``
+that also writes ``x . (A x)`` (CG's p.Ap) into a device scalar. It talks to sparsegpu matrices
+only through their public interface (``shape``, ``dtype``, ``spmv``, ``spmv_dot``), never their
+arrays.
 """
 
 from __future__ import annotations
@@ -48,17 +50,34 @@ def working_dtype(*dtypes: Any) -> np.dtype:
 
 
 class Operator:
-    """``x -> A @ x`` on one backend, writing into a preallocated output."""
+    """``x -> A @ x`` on one backend, writing into a preallocated output.
 
-    def __init__(self, shape: tuple[int, int], dtype: np.dtype, where: Backend, apply: Any) -> None:
+    ``apply_dot`` is the product with ``x . (A x)`` in its epilogue when given (a sparsegpu
+    matrix's ``spmv_dot``), else the product followed by a deterministic dot pass."""
+
+    def __init__(self, shape: tuple[int, int], dtype: np.dtype, where: Backend, apply: Any,
+                 apply_dot: Any = None) -> None:
         self.shape = shape
         self.dtype = dtype
         self.backend = where
         self._apply = apply
+        self._apply_dot = apply_dot
+        self._scratch: dict[str, Any] = {}  # the fallback dot's reduction scratch
 
     def apply(self, x: Any, out: Any) -> Any:
         """``out[:] = A @ x``; x and out are arrays of this operator's backend and dtype."""
         return self._apply(x, out)
+
+    def apply_dot(self, x: Any, out: Any, dot: Any) -> Any:
+        """``out[:] = A @ x`` and ``dot[0] = x . out`` (float64, deterministic, nothing read
+        back to the host); ``dot`` is a float64 array of shape (1,) on this backend."""
+        if self._apply_dot is not None:
+            return self._apply_dot(x, out, dot)
+        from sparsegpu.linalg._fused import vector_dot
+
+        self._apply(x, out)
+        vector_dot(x, out, dot, self._scratch)
+        return out
 
 
 def operator_backend(A: Any, b: Any) -> Backend:
@@ -89,7 +108,11 @@ def _sparse_operator(A: SparseMatrix | TransposedOperator, dtype: np.dtype, wher
     def apply(x: Any, out: Any) -> Any:
         return target.spmv(x, out)
 
-    return Operator(tuple(A.shape), dtype, where, apply)
+    def apply_dot(x: Any, out: Any, dot: Any) -> Any:
+        return target.spmv_dot(x, out, dot)
+
+    fused = apply_dot if isinstance(target, SparseMatrix) else None
+    return Operator(tuple(A.shape), dtype, where, apply, fused)
 
 
 def _dense_operator(A: Any, dtype: np.dtype, where: Backend) -> Operator:

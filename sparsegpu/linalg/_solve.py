@@ -35,7 +35,9 @@ def cg(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
     ``scipy.sparse.linalg.cg`` (default ``maxiter = 10 * n``).
     {shared}
     ``check_every``: iterations between two reads of the device status (default 16 on the
-    GPU, 1 on the CPU); it changes speed, never the result.
+    GPU, 1 on the CPU); it changes speed, never the result. On the GPU the reads trail the
+    launches by one batch (the GPU never waits for the host), so up to two batches run after
+    convergence as frozen no-ops; the answer is still the iterate of the converged step.
 
     >>> import numpy as np, scipy.sparse as sp
     >>> from sparsegpu.linalg import cg

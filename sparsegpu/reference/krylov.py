@@ -5,6 +5,12 @@ arguments (vectors by role, the float64 scalar slots ``sc``, the int64 status wo
 optional residual ``history``) and updates them in place exactly as the kernel does; only the
 order of summation in the dot products differs (NumPy's, in float64), so results agree to
 rounding.
+
+Op ``DOT`` is the generic dot product (``sc`` is then the one-element output and ``st`` is not
+read); CG_UPDATE computes alpha = rho / p.q from ``sc[PQ]``, which the operator's ``spmv_dot``
+wrote (:meth:`sparsegpu.formats._base.SparseMatrix.spmv_dot`), updates r and sets
+``st[PENDING]``; CG_P then adds alpha p to x (also after that iteration converged) before
+updating p, and clears it.
 """
 
 from __future__ import annotations
@@ -14,14 +20,14 @@ import math
 import numpy as np
 
 # Slots, words, status codes, op codes and flags: the same numbers as kernels/krylov.cu.
-ATOL, RHO, ALPHA, BETA, OMEGA, RNORM, RHOTOL, SLOTS = 0, 1, 2, 3, 4, 5, 6, 8
-STATUS, COUNT, MAXITER, HISTCAP, WORDS = 0, 1, 2, 3, 4
-RUNNING, CONVERGED, HALF_PENDING, CONVERGED_HALF = 0, 1, 2, 3
+ATOL, RHO, ALPHA, BETA, OMEGA, RNORM, RHOTOL, PQ, SLOTS = 0, 1, 2, 3, 4, 5, 6, 7, 8
+STATUS, COUNT, MAXITER, HISTCAP, PENDING, WORDS = 0, 1, 2, 3, 4, 5
+RUNNING, CONVERGED, HALF_PENDING, CONVERGED_HALF, LIMIT = 0, 1, 2, 3, 4
 NONFINITE, RHO_BREAKDOWN, DENOMINATOR_BREAKDOWN = -1, -10, -11
-CG_ALPHA, CG_UPDATE, CG_RHO, CG_P = 0, 1, 2, 3
+DOT, CG_UPDATE, CG_RHO, CG_P = 0, 1, 2, 3
 BI_START, BI_P, BI_ALPHA, BI_S, BI_OMEGA, BI_XR = 4, 5, 6, 7, 8, 9
 FLAG_DINV, FLAG_START, FLAG_LATE_RHO = 1, 2, 4
-REDUCING_OPS = frozenset({CG_ALPHA, CG_UPDATE, CG_RHO, BI_START, BI_ALPHA, BI_S, BI_OMEGA, BI_XR})
+REDUCING_OPS = frozenset({DOT, CG_UPDATE, CG_RHO, BI_START, BI_ALPHA, BI_S, BI_OMEGA, BI_XR})
 
 
 def _dot(u: np.ndarray, v: np.ndarray) -> float:
@@ -42,6 +48,7 @@ def _top_converged(rr: float, sc, st, history) -> bool:
         st[STATUS] = NONFINITE
         return True
     if st[COUNT] >= st[MAXITER]:
+        st[STATUS] = LIMIT  # info = maxiter; freezes later steps like any other status
         return True
     if rnorm < sc[ATOL]:
         st[STATUS] = CONVERGED
@@ -79,11 +86,15 @@ def _safe_quotient(num: float, den: float, sc, slot: int, st) -> None:
 
 
 def _epilogue(op: int, s0: float, s1: float, flag: int, sc, st, history) -> None:
-    if op in (CG_ALPHA, BI_ALPHA):
+    if op == DOT:
+        sc[0] = s0  # sc is the caller's output scalar
+    elif op == BI_ALPHA:
         _safe_quotient(sc[RHO], s0, sc, ALPHA, st)
     elif op == CG_UPDATE:
         if not flag & FLAG_START:
+            sc[ALPHA] = sc[RHO] / sc[PQ]
             st[COUNT] += 1
+            st[PENDING] = 1
         if _top_converged(s0, sc, st, history) or flag & FLAG_LATE_RHO:
             return
         rz = s1 if flag & FLAG_DINV else s0
@@ -121,25 +132,35 @@ def _epilogue(op: int, s0: float, s1: float, flag: int, sc, st, history) -> None
 
 def krylov_step(op, n, a, b, c, d, e, f, dinv, flag, sc, st, history=None) -> None:
     """Twin of ``krylov_step<V, OP>``: one fused step, in place (see kernels/krylov.cu)."""
-    status = int(st[STATUS])
+    status = RUNNING if op == DOT else int(st[STATUS])
     half = op == BI_XR and status == HALF_PENDING
-    if status != RUNNING and not half:
+    pending = op == CG_P and bool(st[PENDING])
+    if status != RUNNING and not half and not pending:
         return
     vtype = a.dtype.type
     s0 = s1 = 0.0
-    if op in (CG_ALPHA, CG_RHO, BI_ALPHA):
+    if op in (DOT, CG_RHO, BI_ALPHA):
         s0 = _dot(a, b)
-    elif op == CG_UPDATE:
+    elif op == CG_UPDATE:  # a = r, b = q
         if not flag & FLAG_START:
-            alpha = vtype(sc[ALPHA])
-            a += alpha * c
-            b -= alpha * d
-        s0 = _dot(b, b)
+            rho, pq = float(sc[RHO]), float(sc[PQ])
+            if not (math.isfinite(rho) and math.isfinite(pq)):
+                st[STATUS] = NONFINITE
+                return
+            if pq == 0.0:
+                st[STATUS] = DENOMINATOR_BREAKDOWN
+                return
+            a -= vtype(rho / pq) * b
+        s0 = _dot(a, a)
         if flag & FLAG_DINV:
-            s1 = _dot(b, dinv * b)
-    elif op == CG_P:
-        z = dinv * b if flag & FLAG_DINV else b
-        a[...] = z + vtype(sc[BETA]) * a
+            s1 = _dot(a, dinv * a)
+    elif op == CG_P:  # a = p, b = z (or r with dinv), c = x
+        if pending:
+            c += vtype(sc[ALPHA]) * a
+            st[PENDING] = 0
+        if status == RUNNING:
+            z = dinv * b if flag & FLAG_DINV else b
+            a[...] = z + vtype(sc[BETA]) * a
     elif op == BI_START:
         s0, s1 = _dot(a, a), _dot(b, a)
     elif op == BI_P:

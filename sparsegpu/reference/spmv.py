@@ -55,3 +55,11 @@ def csr_spmv(indptr, indices, data, x, y, alpha=1, beta=0):
 def csc_spmv(indptr, indices, data, x, y, alpha=1, beta=0):
     """CSC twin of kernels/spmv_csc.cu: column j scatters ``data * x[j]`` to rows ``indices``."""
     return _combine(y, segment_sum(indices, data * x[_expand(indptr)], y.size), alpha, beta)
+
+
+def dot_into(w, y, out):
+    """Twin of the dot product in the epilogue of the SpMV kernels (``dot`` argument of
+    kernels/spmv_csr.cu ``csr_spmv_rows`` and kernels/spmv_ell.cu ``ell_spmv``, and of
+    kernels/krylov.cu op DOT): ``out[0] = sum_i w_i * y_i`` accumulated in float64."""
+    out[0] = np.dot(w.astype(np.float64, copy=False), y.astype(np.float64, copy=False))
+    return out
