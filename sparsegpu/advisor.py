@@ -1,10 +1,19 @@
 """The format advisor: row-length statistics -> per-format estimates -> a choice -> reasons.
 
-``advise(S)`` reads a matrix once on its backend (on the GPU: a row-length histogram with
-:mod:`sparsegpu.primitives` and one pass of kernels/matrix_stats.cu over the pattern, less
-traffic than one SpMV), estimates each
-format's SpMV time with a small model, and says which format to use, with what parameters and
-why. The model, per format f:
+``advise(S)`` reads a matrix once on its backend, estimates each format's SpMV time with a
+small model, and says which format to use, with what parameters and why.
+
+The statistics (:func:`matrix_stats`) are meant to cost at most one CSR SpMV. On the GPU two
+kernels of kernels/matrix_stats.cu write one zeroed buffer: ``csr_row_stats`` reads indptr
+once for the row-length histogram (lengths below 4096 binned in shared memory, longer rows
+listed), and SELL's slice widths; ``csr_structure`` reads indices (and indptr again) for
+where the entries sit relative to the diagonal. The buffer comes back in one copy, the only
+synchronisation, and every field is computed on the host from the histogram's distinct
+lengths, so the host work does not grow with the matrix or its longest row. The CPU backend
+fills the same buffer with the NumPy twins (sparsegpu/reference/stats.py), so both backends
+give identical statistics.
+
+The model, per format f:
 
     time_f = call_f + (launches_f - 1) * t_launch
              + max(bytes_f / (efficiency_f * copy_bandwidth), serial_steps_f * t_step)
@@ -37,20 +46,27 @@ from typing import Any
 
 import numpy as np
 
-from sparsegpu import primitives
-from sparsegpu._backend import backend_of
 from sparsegpu._kernels import KernelFile, device_properties
 from sparsegpu.formats._base import SparseMatrix, as_scipy_sparse
 from sparsegpu.formats._compressed import LONG_CHUNK, long_row_limit, threads_per_row
 from sparsegpu.formats.coo import TILE as COO_TILE
 from sparsegpu.formats.ell import DEFAULT_MAX_FILL
-from sparsegpu.formats.hyb import width_for_counts
 from sparsegpu.formats.sell import DEFAULT_C, DEFAULT_SIGMA
-from sparsegpu.reference.stats import csr_structure as structure_twin
+from sparsegpu.reference import stats as stats_twins
+from sparsegpu.reference.stats import (OUT_BINS, OUT_OVERFLOW, OUT_OVERFLOW_ROWS, OUT_SLICE_WIDTHS,
+                                       ROW_STATS_BINS, SELL_SLICE, overflow_capacity)
 
 STATS_BLOCK = 256  # kernels/matrix_stats.cu STATS_BLOCK
-STATS_CHUNK = 256  # kernels/matrix_stats.cu STATS_CHUNK
-STATS_KERNELS = KernelFile("matrix_stats.cu", ["csr_structure<{I}>"])
+STATS_TILE = 4096  # kernels/matrix_stats.cu STATS_TILE
+ROW_STATS_BLOCK = 256  # kernels/matrix_stats.cu ROW_STATS_BLOCK
+#: Blocks per multiprocessor, at most: csr_structure's 4 (all resident in one wave, each thread
+#: with 16 column loads in flight); csr_row_stats's 8 (a full
+#: SM of threads streaming indptr, and few enough that merging each block's 4096 shared bins
+#: stays small next to its share of the rows).
+STATS_BLOCKS_PER_SM = 4
+ROW_STATS_BLOCKS_PER_SM = 8
+STATS_KERNELS = KernelFile("matrix_stats.cu", ["csr_structure<{I}>", "csr_row_stats<{I}>"],
+                           value_dtypes=[np.float64])
 CALIBRATION_FILE = Path(__file__).with_name("advisor_calibration.json")
 #: Formats the advisor may recommend for ``A @ x``. CSC is left out: its deterministic
 #: ``A @ x`` gathers over a CSR copy, so it is never faster than CSR for that product.
@@ -179,57 +195,123 @@ def _as_csr(A: Any, backend: str | None) -> Any:
     return CSR.from_scipy(S, backend=backend)
 
 
-def _structure(csr: Any) -> np.ndarray:
-    """[below, on, above, sum |i-j|, max |i-j|] over the stored entries."""
-    if csr.backend == "cpu":
-        return structure_twin(csr.indptr, csr.indices)
+def _statistics_kernels(csr: Any, out: Any) -> None:
+    """Launch both statistics kernels of a GPU CSR into ``out`` (uint64, words 0 .. OUT_OVERFLOW
+    zero, room for :func:`overflow_capacity` longer rows after them). Launches nothing for an
+    empty matrix."""
+    m, nnz = csr.shape[0], csr.nnz
+    multiprocessors = device_properties()["multiprocessors"]
+    if m:
+        rows = STATS_KERNELS.function("csr_row_stats<{I}>", np.float64, csr.index_dtype)
+        blocks = min(-(-m // ROW_STATS_BLOCK), ROW_STATS_BLOCKS_PER_SM * multiprocessors)
+        rows((blocks,), (ROW_STATS_BLOCK,), (csr.indptr, np.int64(m), np.int64(overflow_capacity(nnz)), out))
+    if nnz:
+        structure = STATS_KERNELS.function("csr_structure<{I}>", np.float64, csr.index_dtype)
+        blocks = min(-(-nnz // STATS_TILE), STATS_BLOCKS_PER_SM * multiprocessors)
+        structure((blocks,), (STATS_BLOCK,), (csr.indptr, csr.indices, csr.index_dtype.type(m), out))
+
+
+def _statistics_buffer(csr: Any) -> np.ndarray:
+    """The statistics buffer of kernels/matrix_stats.cu (layout in sparsegpu/reference/stats.py)
+    on the host as int64: on the GPU one zeroed allocation, two launches and one copy back."""
+    m, nnz = csr.shape[0], csr.nnz
+    size = OUT_OVERFLOW + overflow_capacity(nnz)
+    if csr.backend == "cpu" or not m:
+        out = np.zeros(size, dtype=np.uint64)
+        if m:
+            stats_twins.csr_row_stats(csr.indptr, m, overflow_capacity(nnz), out)
+            out[:OUT_SLICE_WIDTHS] = stats_twins.csr_structure(csr.indptr, csr.indices)
+        return out.view(np.int64)
     import cupy
 
-    out = cupy.zeros(5, dtype=np.uint64)
-    if csr.nnz:
-        kernel = STATS_KERNELS.function("csr_structure<{I}>", np.float64, csr.index_dtype)
-        chunks_per_block = STATS_BLOCK // 32
-        blocks = min(-(-csr.nnz // (STATS_CHUNK * chunks_per_block)), 4 * device_properties()["multiprocessors"])
-        kernel((blocks,), (STATS_BLOCK,), (csr.indptr, csr.indices, csr.index_dtype.type(csr.shape[0]), out))
-    return out.get().astype(np.int64)
+    out = cupy.zeros(size, dtype=np.uint64)
+    _statistics_kernels(csr, out)
+    return out.get().view(np.int64)
+
+
+def _length_histogram(buffer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct row lengths ascending, rows of each) from a statistics buffer."""
+    longer = int(buffer[OUT_OVERFLOW_ROWS])
+    if longer > buffer.size - OUT_OVERFLOW:
+        raise RuntimeError(f"{longer} rows of {ROW_STATS_BINS} entries or more cannot fit in "
+                           f"{buffer.size - OUT_OVERFLOW} entries: the matrix's indptr is not monotone")
+    bins = buffer[OUT_BINS:OUT_OVERFLOW]
+    lengths = np.flatnonzero(bins)
+    counts = bins[lengths]
+    if longer:
+        long_lengths, long_counts = np.unique(buffer[OUT_OVERFLOW:OUT_OVERFLOW + longer], return_counts=True)
+        lengths, counts = np.concatenate([lengths, long_lengths]), np.concatenate([counts, long_counts])
+    return lengths, counts
+
+
+def hyb_width_from_lengths(lengths: np.ndarray, counts: np.ndarray, value_dtype: Any, index_dtype: Any) -> int:
+    """:func:`sparsegpu.formats.hyb.width_for_counts` of the dense histogram with ``counts[t]``
+    rows of length ``lengths[t]`` (ascending, distinct), evaluated at the distinct lengths only,
+    so the work does not grow with the longest row. HYB's cost is linear in the width between
+    consecutive distinct lengths, so its first minimum over all widths lies at one of them; below
+    the shortest length every row overflows and a wider ELL part only saves, so 0 never wins
+    unless it is a length.
+
+    >>> hyb_width_from_lengths(np.array([2, 4]), np.array([7, 1]), np.float64, np.int32)
+    2
+    """
+    value_bytes, index_bytes = np.dtype(value_dtype).itemsize, np.dtype(index_dtype).itemsize
+    rows = float(counts.sum())
+    # Rows longer than each candidate width K and their entries past slot K, from suffix sums
+    # of exact integers (float64 as in width_for_counts, exact below 2^53).
+    rows_over = (np.cumsum(counts[::-1])[::-1] - counts).astype(np.float64)
+    entries_after = (np.cumsum((counts * lengths)[::-1])[::-1] - counts * lengths).astype(np.float64)
+    widths = lengths.astype(np.float64)
+    overflow = entries_after - widths * rows_over
+    cost = (rows * widths * (value_bytes + index_bytes)
+            + overflow * (value_bytes + 2 * index_bytes)
+            + rows_over * 2 * value_bytes)
+    return int(lengths[np.argmin(cost)])
 
 
 def matrix_stats(A: Any, *, backend: str | None = None) -> MatrixStats:
     """Row-length and structure statistics of a scipy or sparsegpu matrix, computed on the
-    matrix's backend (a scipy matrix goes to the active backend)."""
+    matrix's backend (a scipy matrix goes to the active backend); the same on both backends.
+
+    >>> import scipy.sparse as sp
+    >>> s = matrix_stats(sp.csr_array(sp.eye_array(40)), backend="cpu")
+    >>> s.row_max, s.bandwidth, s.sell_fill, s.diagonal_fraction
+    (1, 0, 0.6, 1.0)
+    """
     csr = _as_csr(A, backend)
-    xp = csr._xp
     m, n = csr.shape
     nnz = csr.nnz
-    lengths = xp.diff(csr.indptr)
-    longest = int(primitives.reduce(lengths, "max")) if m else 0
-    counts = primitives.histogram(lengths, longest + 1, range=(0, longest + 1)) if m else np.zeros(1, np.int64)
-    counts = counts.get() if backend_of(counts) == "gpu" else np.asarray(counts)
-    k = np.arange(counts.size, dtype=np.float64)
+    buffer = _statistics_buffer(csr)
+    below, on, above, distance, band, slice_widths = buffer[:OUT_OVERFLOW_ROWS].tolist()
     mean = nnz / m if m else 0.0
-    var = max(float((counts * k * k).sum()) / m - mean * mean, 0.0) if m else 0.0
-    present = np.flatnonzero(counts)
-    cumulative = np.cumsum(counts)
-    quantiles = {f"p{int(q * 100)}": int(np.searchsorted(cumulative, q * m)) if m else 0 for q in (0.5, 0.9, 0.99)}
-    row_max = int(present[-1]) if present.size else 0
-    width = width_for_counts(counts, csr.dtype, csr.index_dtype) if m else 0
-    in_ell = float((np.minimum(k, width) * counts).sum())
-    sell_slots = _sell_slots(lengths, DEFAULT_C, xp)
-    limit = long_row_limit(threads_per_row(mean))
-    below, on, above, distance, band = (int(v) for v in _structure(csr))
+    if m:
+        lengths, counts = _length_histogram(buffer)
+        squares = float(np.dot(counts.astype(np.float64), lengths.astype(np.float64) ** 2))
+        var = max(squares / m - mean * mean, 0.0)
+        row_min, row_max = int(lengths[0]), int(lengths[-1])
+        # The q-quantile is the shortest length whose cumulative row count reaches q * m.
+        cumulative = np.cumsum(counts)
+        quantiles = {f"p{int(q * 100)}": int(lengths[np.searchsorted(cumulative, q * m)]) for q in (0.5, 0.9, 0.99)}
+        width = hyb_width_from_lengths(lengths, counts, csr.dtype, csr.index_dtype)
+        in_ell = float(np.dot(np.minimum(lengths, width), counts))
+        empty = int(counts[0]) if row_min == 0 else 0
+        long_rows = int(counts[lengths > long_row_limit(threads_per_row(mean))].sum())
+    else:
+        var, row_min, row_max, width, in_ell, empty, long_rows = 0.0, 0, 0, 0, 0.0, 0, 0
+        quantiles = {"p50": 0, "p90": 0, "p99": 0}
     return MatrixStats(
         rows=m, cols=n, nnz=nnz,
         density=nnz / (m * n) if m and n else 0.0,
         row_mean=mean, row_std=math.sqrt(var),
-        row_min=int(present[0]) if present.size else 0, row_max=row_max,
+        row_min=row_min, row_max=row_max,
         row_quantiles=quantiles,
         row_cv=math.sqrt(var) / mean if mean else 0.0,
-        empty_rows=int(counts[0]) if m else 0,
+        empty_rows=empty,
         ell_fill=(m * row_max - nnz) / nnz if nnz else 0.0,
         hyb_width=width,
         hyb_ell_fraction=in_ell / nnz if nnz else 1.0,
-        sell_fill=(sell_slots - nnz) / nnz if nnz else 0.0,
-        csr_long_rows=int(counts[limit + 1:].sum()),
+        sell_fill=(slice_widths * SELL_SLICE - nnz) / nnz if nnz else 0.0,
+        csr_long_rows=long_rows,
         bandwidth=band,
         mean_distance=distance / nnz if nnz else 0.0,
         lower_fraction=below / nnz if nnz else 0.0,
@@ -238,17 +320,6 @@ def matrix_stats(A: Any, *, backend: str | None = None) -> MatrixStats:
         value_bytes=csr.dtype.itemsize,
         index_bytes=csr.index_dtype.itemsize,
     )
-
-
-def _sell_slots(lengths: Any, c: int, xp: Any) -> int:
-    """Stored slots of SELL with slices of c rows and no sorting: an upper bound for any sigma."""
-    whole = lengths.size - lengths.size % c
-    slots = xp.zeros((), dtype=np.int64)
-    if whole:
-        slots = slots + lengths[:whole].reshape(-1, c).max(axis=1).sum(dtype=np.int64)
-    if whole < lengths.size:
-        slots = slots + lengths[whole:].max()
-    return int(slots) * c
 
 
 # --------------------------------------------------------------------------- the model

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import sparsegpu
 from sparsegpu import advisor, datasets
+from sparsegpu.formats._compressed import long_row_limit, threads_per_row
+from sparsegpu.formats.hyb import width_for_counts
+from sparsegpu.formats.sell import DEFAULT_C
+from sparsegpu.reference import stats as twins
 from tests.conftest import REAL_MATRICES, requires_matrices
+
+BINS = twins.ROW_STATS_BINS
 
 
 def tridiagonal(n: int) -> sp.csr_array:
@@ -42,19 +52,205 @@ def test_stats_match_numpy(backend, rng):
     assert s.row_quantiles["p90"] == int(np.quantile(lengths, 0.9, method="inverted_cdf"))
 
 
-def test_lower_triangular_is_recognised(backend):
-    S = sp.csr_array(sp.tril(sp.random_array((300, 300), density=0.05, rng=0)) + sp.eye_array(300))
-    assert advisor.matrix_stats(S, backend=backend).triangular == "lower"
+# --------------------------------------------------------------------------- the statistics pass
+
+
+def numpy_stats(csr) -> advisor.MatrixStats:
+    """The advisor's statistics straight from the arrays: dense length histogram, every row's
+    entries, HYB's own width_for_counts, SELL slices padded with empty rows."""
+    indptr, indices = np.asarray(csr.indptr).astype(np.int64), np.asarray(csr.indices).astype(np.int64)
+    (m, n), nnz = csr.shape, csr.nnz
+    lengths = np.diff(indptr)
+    rows = np.repeat(np.arange(m), lengths)
+    offset = indices - rows
+    distance = np.abs(offset)
+    mean = nnz / m if m else 0.0
+    var = max(float((lengths.astype(np.float64) ** 2).sum()) / m - mean * mean, 0.0) if m else 0.0
+    row_max = int(lengths.max()) if m else 0
+    counts = np.bincount(lengths, minlength=1)
+    width = width_for_counts(counts, csr.dtype, csr.index_dtype) if m else 0
+    padded = np.zeros(-(-m // DEFAULT_C) * DEFAULT_C, dtype=np.int64)
+    padded[:m] = lengths
+    slots = int(padded.reshape(-1, DEFAULT_C).max(axis=1).sum()) * DEFAULT_C
+    ordered = np.sort(lengths)
+    return advisor.MatrixStats(
+        rows=m, cols=n, nnz=nnz, density=nnz / (m * n) if m and n else 0.0,
+        row_mean=mean, row_std=math.sqrt(var), row_min=int(lengths.min()) if m else 0, row_max=row_max,
+        row_quantiles={f"p{int(q * 100)}": int(ordered[math.ceil(q * m) - 1]) if m else 0 for q in (0.5, 0.9, 0.99)},
+        row_cv=math.sqrt(var) / mean if mean else 0.0, empty_rows=int((lengths == 0).sum()),
+        ell_fill=(m * row_max - nnz) / nnz if nnz else 0.0, hyb_width=width,
+        hyb_ell_fraction=float(np.minimum(lengths, width).sum()) / nnz if nnz else 1.0,
+        sell_fill=(slots - nnz) / nnz if nnz else 0.0,
+        csr_long_rows=int((lengths > long_row_limit(threads_per_row(mean))).sum()),
+        bandwidth=int(distance.max()) if nnz else 0,
+        mean_distance=int(distance.sum()) / nnz if nnz else 0.0,
+        lower_fraction=int((offset < 0).sum()) / nnz if nnz else 0.0,
+        upper_fraction=int((offset > 0).sum()) / nnz if nnz else 0.0,
+        diagonal_fraction=int((offset == 0).sum()) / nnz if nnz else 0.0,
+        value_bytes=csr.dtype.itemsize, index_bytes=csr.index_dtype.itemsize)
+
+
+def from_lengths(lengths, n_cols: int, rng) -> sp.csr_array:
+    """A matrix whose row i holds lengths[i] consecutive columns starting at a random one."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    start = rng.integers(0, n_cols - lengths + 1) if lengths.size else lengths
+    rows = np.repeat(np.arange(lengths.size), lengths)
+    indices = start[rows] + np.arange(indptr[-1]) - indptr[rows]
+    return sp.csr_array((rng.standard_normal(indptr[-1]), indices, indptr), shape=(lengths.size, n_cols))
+
+
+def edge_matrices(rng) -> dict[str, sp.csr_array]:
+    """Awkward shapes and row lengths around the kernel's histogram limit."""
+    lengths = rng.integers(0, 9, 1000)
+    lengths[[3, 40, 41, 999]] = BINS - 1, BINS, BINS + 1, 3 * BINS + 7
+    return {
+        "no rows": sp.csr_array((0, 7)),
+        "no columns": sp.csr_array((45, 0)),
+        "all rows empty": sp.csr_array((77, 50)),
+        "one row longer than the bins": from_lengths([2 * BINS + 5], 3 * BINS, rng),
+        "lengths at the limit": from_lengths(lengths, 4 * BINS, rng),
+        "33 rows": from_lengths(rng.integers(0, 40, 33), 64, rng),
+        "31 rows": from_lengths(rng.integers(1, 5, 31), 31, rng),
+        "one row": from_lengths([3], 5, rng),
+        "single column": sp.csr_array(np.ones((70, 1))),
+        "every row at the limit": from_lengths(np.full(65, BINS), BINS + 3, rng),
+    }
+
+
+def test_sell_slices_are_warps():
+    assert twins.SELL_SLICE == DEFAULT_C == 32
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_stats_match_numpy_on_edge_cases(index_dtype, rng):
+    for label, S in edge_matrices(rng).items():
+        csr = sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend="cpu")
+        assert advisor.matrix_stats(csr) == numpy_stats(csr), label
+
+
+@requires_matrices
+def test_stats_match_numpy_on_real_matrices():
+    for name in REAL_MATRICES:
+        csr = sparsegpu.CSR.from_scipy(datasets.load_matrix(name), backend="cpu")
+        assert advisor.matrix_stats(csr) == numpy_stats(csr), name
+
+
+@pytest.mark.parametrize("family", sorted(datasets.GENERATED))
+def test_stats_match_numpy_on_generated_families(family):
+    csr = sparsegpu.CSR.from_scipy(datasets.generate(family, "small"), backend="cpu")
+    assert advisor.matrix_stats(csr) == numpy_stats(csr)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 40), st.sampled_from([BINS - 1, BINS, BINS + 1, 2 * BINS + 3])),
+                max_size=90),
+       st.sampled_from([np.int32, np.int64]), st.integers(0, 2**32 - 1))
+def test_stats_match_numpy_on_any_lengths(lengths, index_dtype, seed):
+    rng = np.random.default_rng(seed)
+    csr = sparsegpu.CSR.from_scipy(from_lengths(lengths, 3 * BINS, rng), index_dtype=index_dtype, backend="cpu")
+    assert advisor.matrix_stats(csr) == numpy_stats(csr)
+
+
+def test_twin_buffer_layout(rng):
+    S = edge_matrices(rng)["lengths at the limit"]
+    lengths = np.diff(S.indptr)
+    capacity = twins.overflow_capacity(S.nnz)
+    out = np.zeros(twins.OUT_OVERFLOW + capacity, np.uint64)
+    twins.csr_row_stats(S.indptr, S.shape[0], capacity, out)
+    assert out[twins.OUT_SLICE_WIDTHS] == sum(lengths[i:i + 32].max() for i in range(0, lengths.size, 32))
+    assert out[twins.OUT_OVERFLOW_ROWS] == 3 and 3 < capacity
+    assert out[twins.OUT_BINS:twins.OUT_OVERFLOW].tolist() == np.bincount(lengths[lengths < BINS], minlength=BINS).tolist()
+    assert out[twins.OUT_OVERFLOW:].tolist() == [BINS, BINS + 1, 3 * BINS + 7] + [0] * (capacity - 3)
+    assert not out[:twins.OUT_SLICE_WIDTHS].any()  # the structure words are csr_structure's
+
+
+def test_overflow_past_capacity_is_refused():
+    buffer = np.zeros(twins.OUT_OVERFLOW + 2, np.int64)
+    buffer[twins.OUT_OVERFLOW_ROWS] = 3
+    with pytest.raises(RuntimeError, match="not monotone"):
+        advisor._length_histogram(buffer)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.integers(0, 5000), st.integers(1, 10**6), min_size=1, max_size=30),
+       st.sampled_from([np.float32, np.float64, np.complex128]), st.sampled_from([np.int32, np.int64]))
+def test_hyb_width_from_distinct_lengths_is_hybs_width(histogram, value_dtype, index_dtype):
+    lengths = np.array(sorted(histogram), dtype=np.int64)
+    counts = np.array([histogram[k] for k in lengths.tolist()], dtype=np.int64)
+    dense = np.zeros(lengths[-1] + 1, dtype=np.int64)
+    dense[lengths] = counts
+    assert (advisor.hyb_width_from_lengths(lengths, counts, value_dtype, index_dtype)
+            == width_for_counts(dense, value_dtype, index_dtype))
+
+
+def gpu_and_cpu_buffers(S, index_dtype):
+    gpu = sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend="gpu")
+    cpu = sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend="cpu")
+    return gpu, cpu, advisor._statistics_buffer(gpu), advisor._statistics_buffer(cpu)
+
+
+def assert_same_buffer(kernel: np.ndarray, twin: np.ndarray, label: str) -> None:
+    """Bitwise equal, the overflow list compared as a multiset (the kernel appends in any order)."""
+    assert kernel.dtype == twin.dtype and kernel.shape == twin.shape, label
+    head = twins.OUT_OVERFLOW
+    np.testing.assert_array_equal(kernel[:head], twin[:head], err_msg=label)
+    longer = int(twin[twins.OUT_OVERFLOW_ROWS])
+    np.testing.assert_array_equal(np.sort(kernel[head:head + longer]), np.sort(twin[head:head + longer]), err_msg=label)
+    np.testing.assert_array_equal(kernel[head + longer:], twin[head + longer:], err_msg=label)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_gpu_statistics_match_twin_on_edge_and_generated_matrices(index_dtype, rng):
+    cases = edge_matrices(rng)
+    cases.update({family: datasets.generate(family, "small") for family in datasets.GENERATED})
+    # Past one grid of csr_row_stats (8 blocks per SM) so its grid-stride loop turns, with
+    # rows past the bins scattered over many blocks and a partial last slice.
+    lengths = rng.integers(0, 12, 3_000_017)
+    lengths[rng.choice(lengths.size, 40, replace=False)] = rng.integers(BINS - 2, 3 * BINS, 40)
+    cases["three million rows"] = from_lengths(lengths, 4 * BINS, rng)
+    cases["uniform rows"] = datasets.generate("poisson2d", "medium")
+    for label, S in cases.items():
+        gpu, cpu, kernel, twin = gpu_and_cpu_buffers(S, index_dtype)
+        assert_same_buffer(kernel, twin, label)
+        assert advisor.matrix_stats(gpu) == advisor.matrix_stats(cpu) == numpy_stats(cpu), label
 
 
 @requires_matrices
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", REAL_MATRICES)
-def test_gpu_structure_kernel_matches_twin(name):
-    S = datasets.load_matrix(name)
-    gpu = advisor.matrix_stats(S, backend="gpu")
-    cpu = advisor.matrix_stats(S, backend="cpu")
-    assert gpu == cpu
+def test_gpu_statistics_match_twin_on_real_matrices(name):
+    gpu, cpu, kernel, twin = gpu_and_cpu_buffers(datasets.load_matrix(name), None)
+    assert_same_buffer(kernel, twin, name)
+    assert advisor.matrix_stats(gpu) == advisor.matrix_stats(cpu)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_gpu_kernels_write_only_their_words(index_dtype, rng):
+    """The overflow list's unused room keeps its poison; every counted word is the twin's."""
+    import cupy
+
+    lengths = rng.integers(0, 30, 5000)
+    lengths[[7, 2500, 4999]] = BINS, 2 * BINS, BINS + 1
+    S = from_lengths(lengths, 3 * BINS, rng)
+    gpu = sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend="gpu")
+    poison = np.uint64(0xDEADBEEFDEADBEEF)
+    out = cupy.full(twins.OUT_OVERFLOW + twins.overflow_capacity(S.nnz), poison, dtype=np.uint64)
+    out[:twins.OUT_OVERFLOW] = 0
+    advisor._statistics_kernels(gpu, out)
+    kernel = out.get()
+    twin = advisor._statistics_buffer(sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend="cpu")).view(np.uint64)
+    head = twins.OUT_OVERFLOW
+    np.testing.assert_array_equal(kernel[:head], twin[:head])
+    assert sorted(kernel[head:head + 3].tolist()) == [BINS, BINS + 1, 2 * BINS]
+    assert (kernel[head + 3:] == poison).all()
+
+
+def test_lower_triangular_is_recognised(backend):
+    S = sp.csr_array(sp.tril(sp.random_array((300, 300), density=0.05, rng=0)) + sp.eye_array(300))
+    assert advisor.matrix_stats(S, backend=backend).triangular == "lower"
 
 
 def test_advice_is_complete_and_readable(backend):
