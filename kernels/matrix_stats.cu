@@ -14,12 +14,11 @@
 //                                  as many as rows can be that long
 //
 // csr_structure splits work by entries, not rows, so one very long row cannot hold up a thread:
-// a block takes tiles of STATS_TILE consecutive entries (grid-stride) and each thread a run of
-// STATS_RUN consecutive entries of its tile. Two threads find the tile's first and last rows by
-// binary search over indptr; every thread then searches its first row between those two (a
-// short search: the tile spans few rows unless rows are very short) and walks forward as its
-// entries advance, so a row boundary costs one load per thread that crosses it (a binary search
-// again past a long run of empty rows).
+// each thread takes runs of STATS_RUN consecutive entries (grid-stride), finds the row of a run's
+// first entry by binary search over indptr (its upper levels stay in L1) and walks forward as its
+// entries advance, so a row boundary costs one load for the thread that crosses it (a binary
+// search again past a long run of empty rows). No barrier until the end: every thread's loads
+// and searches overlap with everyone else's.
 //
 // csr_row_stats reads indptr once, a row per thread (grid-stride by whole warps, so a warp's 32
 // rows are one SELL slice, ROW_STATS_UNROLL slices loaded at a time): the warp's max length is the slice's width; lengths below
@@ -31,9 +30,8 @@
 #include "common.cuh"
 
 constexpr int STATS_BLOCK = 256;
-constexpr int STATS_RUN = 16;                        // consecutive entries per thread, loaded first
-constexpr int STATS_TILE = STATS_BLOCK * STATS_RUN;  // entries per block per turn
-constexpr int STATS_WALK = 32;                       // rows walked before searching instead
+constexpr int STATS_RUN = 16;   // consecutive entries per thread and turn, loaded first
+constexpr int STATS_WALK = 32;  // rows walked before searching instead
 constexpr int ROW_STATS_BLOCK = 256;
 constexpr int ROW_STATS_UNROLL = 4;  // slices whose lengths a warp loads before using them
 // 4096 bins: 16 KiB of 32-bit shared counts per block (eight blocks of 256 threads still fit
@@ -62,23 +60,17 @@ __global__ void __launch_bounds__(STATS_BLOCK)
 csr_structure(const I* __restrict__ indptr, const I* __restrict__ indices, const I n_rows,
               unsigned long long* __restrict__ out) {
     __shared__ long long scratch[5][STATS_BLOCK / 32];
-    __shared__ long long tile_rows[2];  // rows of the tile's first and last entries
     long long below = 0, on = 0, above = 0, distance = 0, band = 0;
     const long long nnz = indptr[n_rows];
-    for (long long tile = (long long)blockIdx.x * STATS_TILE; tile < nnz; tile += (long long)gridDim.x * STATS_TILE) {
-        const long long tile_end = tile + STATS_TILE < nnz ? tile + STATS_TILE : nnz;
-        __syncthreads();  // the previous turn has read tile_rows
-        if (threadIdx.x < 2) tile_rows[threadIdx.x] = row_of_entry(indptr, 0, n_rows, threadIdx.x ? tile_end - 1 : tile);
-        __syncthreads();
-        const long long first = tile + (long long)threadIdx.x * STATS_RUN;
-        if (first >= tile_end) continue;  // the loop bounds are the block's: every thread meets the barriers
-        const long long count = tile_end - first < STATS_RUN ? tile_end - first : STATS_RUN;
+    const long long stride = (long long)gridDim.x * STATS_BLOCK * STATS_RUN;
+    for (long long first = ((long long)blockIdx.x * STATS_BLOCK + threadIdx.x) * STATS_RUN; first < nnz;
+         first += stride) {
+        const long long count = nnz - first < STATS_RUN ? nnz - first : STATS_RUN;
         // All the run's column loads are issued before any is used: bytes in flight.
         I columns[STATS_RUN];
 #pragma unroll
         for (int k = 0; k < STATS_RUN; ++k) columns[k] = k < count ? sg::ldg(indices + first + k) : I(0);
-        const long long last_row = tile_rows[1];
-        long long row = row_of_entry(indptr, tile_rows[0], last_row + 1, first);
+        long long row = row_of_entry(indptr, 0, (long long)n_rows, first);
         long long next = sg::ldg(indptr + row + 1);  // where `row` ends
 #pragma unroll
         for (int k = 0; k < STATS_RUN; ++k) {
@@ -90,7 +82,7 @@ csr_structure(const I* __restrict__ indptr, const I* __restrict__ indices, const
                     next = sg::ldg(indptr + ++row + 1);
                 } while (next <= j && ++walked < STATS_WALK);
                 if (next <= j) {  // a long run of empty rows
-                    row = row_of_entry(indptr, row + 1, last_row + 1, j);
+                    row = row_of_entry(indptr, row + 1, (long long)n_rows, j);
                     next = sg::ldg(indptr + row + 1);
                 }
             }

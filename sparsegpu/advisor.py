@@ -57,7 +57,7 @@ from sparsegpu.reference.stats import (OUT_BINS, OUT_OVERFLOW, OUT_OVERFLOW_ROWS
                                        ROW_STATS_BINS, SELL_SLICE, overflow_capacity)
 
 STATS_BLOCK = 256  # kernels/matrix_stats.cu STATS_BLOCK
-STATS_TILE = 4096  # kernels/matrix_stats.cu STATS_TILE
+STATS_RUN = 16  # kernels/matrix_stats.cu STATS_RUN
 ROW_STATS_BLOCK = 256  # kernels/matrix_stats.cu ROW_STATS_BLOCK
 #: Blocks per multiprocessor, at most: csr_structure's 4 (all resident in one wave, each thread
 #: with 16 column loads in flight); csr_row_stats's 8 (a full
@@ -207,13 +207,14 @@ def _statistics_kernels(csr: Any, out: Any) -> None:
         rows((blocks,), (ROW_STATS_BLOCK,), (csr.indptr, np.int64(m), np.int64(overflow_capacity(nnz)), out))
     if nnz:
         structure = STATS_KERNELS.function("csr_structure<{I}>", np.float64, csr.index_dtype)
-        blocks = min(-(-nnz // STATS_TILE), STATS_BLOCKS_PER_SM * multiprocessors)
+        blocks = min(-(-nnz // (STATS_BLOCK * STATS_RUN)), STATS_BLOCKS_PER_SM * multiprocessors)
         structure((blocks,), (STATS_BLOCK,), (csr.indptr, csr.indices, csr.index_dtype.type(m), out))
 
 
 def _statistics_buffer(csr: Any) -> np.ndarray:
     """The statistics buffer of kernels/matrix_stats.cu (layout in sparsegpu/reference/stats.py)
-    on the host as int64: on the GPU one zeroed allocation, two launches and one copy back."""
+    on the host as int64, up to the end of its filled overflow list: on the GPU one zeroed
+    allocation, two launches and one copy back (two when some row is past the bins)."""
     m, nnz = csr.shape[0], csr.nnz
     size = OUT_OVERFLOW + overflow_capacity(nnz)
     if csr.backend == "cpu" or not m:
@@ -221,12 +222,19 @@ def _statistics_buffer(csr: Any) -> np.ndarray:
         if m:
             stats_twins.csr_row_stats(csr.indptr, m, overflow_capacity(nnz), out)
             out[:OUT_SLICE_WIDTHS] = stats_twins.csr_structure(csr.indptr, csr.indices)
-        return out.view(np.int64)
+        out = out.view(np.int64)
+        return out[:OUT_OVERFLOW + min(int(out[OUT_OVERFLOW_ROWS]), size - OUT_OVERFLOW)]
     import cupy
 
     out = cupy.zeros(size, dtype=np.uint64)
     _statistics_kernels(csr, out)
-    return out.get().view(np.int64)
+    # The overflow list is read only as far as it is filled (often not at all): most of the
+    # buffer is its room, and copying that back would cost more than the kernels on small matrices.
+    head = out[:OUT_OVERFLOW].get().view(np.int64)
+    longer = min(int(head[OUT_OVERFLOW_ROWS]), size - OUT_OVERFLOW)
+    if not longer:
+        return head
+    return np.concatenate([head, out[OUT_OVERFLOW:OUT_OVERFLOW + longer].get().view(np.int64)])
 
 
 def _length_histogram(buffer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
