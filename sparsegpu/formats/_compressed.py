@@ -224,12 +224,22 @@ class CompressedMatrix(SparseMatrix):
 
     @classmethod
     def from_scipy(cls, S: Any, *, dtype: Any = None, index_dtype: Any = None, backend: str | None = None, **params: Any) -> Any:
-        from sparsegpu.formats._base import canonical_scipy
+        from sparsegpu import transfer
+        from sparsegpu.formats._base import as_scipy_sparse, canonical_scipy
 
         if params:
             raise TypeError(f"{cls.__name__}.from_scipy takes no format parameters, got {sorted(params)}")
+        target = resolve_backend(backend)
+        if target == "gpu" and transfer.worth_streaming(S):
+            if cls._major_axis == 0:
+                return transfer.upload_csr(S, dtype=dtype, index_dtype=index_dtype)
+            # A CSC's arrays are the CSR arrays of the transpose: stream those.
+            C = sp.csc_array(as_scipy_sparse(S))
+            T = transfer.upload_csr(sp.csr_array((C.data, C.indices, C.indptr), shape=C.shape[::-1], copy=False),
+                                    dtype=dtype, index_dtype=index_dtype)
+            return cls._make(T.data, T.indices, T.indptr, C.shape, target)
         layout = "csr" if cls._major_axis == 0 else "csc"
-        return cls._from_canonical_scipy(canonical_scipy(S, layout, dtype, index_dtype), resolve_backend(backend))
+        return cls._from_canonical_scipy(canonical_scipy(S, layout, dtype, index_dtype), target)
 
     @property
     def nnz(self) -> int:
