@@ -13,23 +13,25 @@
 //                                  gives it room for nnz / ROW_STATS_BINS + 1 of them, at least
 //                                  as many as rows can be that long
 //
-// csr_structure gives each warp groups of 32 consecutive rows (grid-stride). Lane l holds where
-// row l of the group ends; the warp reads the group's entries 32 consecutive ones at a time
-// (coalesced, STATS_UNROLL batches in flight), and each lane finds its entry's row by a 5-step
-// binary search over those 32 ends with shuffles: no search in global memory, no walk, and a
-// very long row costs its warp one pass over its entries.
+// csr_structure splits work by entries, not rows, so one very long row cannot hold up a thread:
+// each thread takes runs of STATS_RUN consecutive entries (grid-stride), finds the row of a run's
+// first entry by binary search over indptr (its upper levels stay in L1) and walks forward as its
+// entries advance, so a row boundary costs one load for the thread that crosses it (a binary
+// search again past a long run of empty rows). No barrier until the end: every thread's loads
+// and searches overlap with everyone else's.
 //
 // csr_row_stats reads indptr once, a row per thread (grid-stride by whole warps, so a warp's 32
 // rows are one SELL slice, ROW_STATS_UNROLL slices loaded at a time): the warp's max length is the slice's width; lengths below
-// ROW_STATS_BINS go to a block-private shared histogram, lanes with equal lengths first agreeing
-// on one leader (__match_any_sync) that adds their number, so a matrix whose rows all have the
-// same length costs one shared atomic per warp, not 32 serialised ones; longer rows (at most
+// ROW_STATS_BINS go to a block-private shared histogram, a slice whose lengths are all equal
+// adding once (so a matrix whose rows all have the same length costs one shared atomic per warp,
+// not 32 serialised ones) and other slices lane by lane; longer rows (at most
 // nnz / ROW_STATS_BINS of them) are appended to the overflow list. Each block then adds its
 // non-zero bins to out[7..] and its slice widths to out[5].
 #include "common.cuh"
 
 constexpr int STATS_BLOCK = 256;
-constexpr int STATS_UNROLL = 8;  // batches of 32 entries whose columns are loaded before use
+constexpr int STATS_RUN = 16;   // consecutive entries per thread and turn, loaded first
+constexpr int STATS_WALK = 32;  // rows walked before searching instead
 constexpr int ROW_STATS_BLOCK = 256;
 constexpr int ROW_STATS_UNROLL = 4;  // slices whose lengths a warp loads before using them
 // 4096 bins: 16 KiB of 32-bit shared counts per block (eight blocks of 256 threads still fit
@@ -41,46 +43,56 @@ constexpr int ROW_STATS_BINS = 4096;
 constexpr int OUT_SLICE_WIDTHS = 5, OUT_OVERFLOW_ROWS = 6, OUT_BINS = 7;
 constexpr int OUT_OVERFLOW = OUT_BINS + ROW_STATS_BINS;
 
+// The row holding entry j: the last row r in [low, high) with indptr[r] <= j, given
+// indptr[low] <= j and that row high - 1 or an earlier one holds j.
+template <class I>
+__device__ __forceinline__ long long row_of_entry(const I* __restrict__ indptr, long long low, long long high,
+                                                  long long j) {
+    while (high - low > 1) {
+        const long long mid = low + (high - low) / 2;
+        if (sg::ldg(indptr + mid) <= j) low = mid; else high = mid;
+    }
+    return low;
+}
+
 template <class I>
 __global__ void __launch_bounds__(STATS_BLOCK)
 csr_structure(const I* __restrict__ indptr, const I* __restrict__ indices, const I n_rows,
               unsigned long long* __restrict__ out) {
     __shared__ long long scratch[5][STATS_BLOCK / 32];
     long long below = 0, on = 0, above = 0, distance = 0, band = 0;
-    const int lane = threadIdx.x % 32;
-    const I no_end = I((1ULL << (8 * sizeof(I) - 1)) - 1);  // past every entry: lanes past the last row
-    const long long warps = (long long)gridDim.x * (STATS_BLOCK / 32);
-    // The loop bounds and `start`/`stop` are the warp's: all lanes run the shuffles together.
-    for (long long group = ((long long)blockIdx.x * STATS_BLOCK + threadIdx.x) / 32 * 32; group < n_rows;
-         group += warps * 32) {
-        const long long start = sg::ldg(indptr + group);
-        const I end = group + lane < n_rows ? sg::ldg(indptr + group + lane + 1) : no_end;
-        const int last_lane = n_rows - group < 32 ? int(n_rows - group - 1) : 31;
-        const long long stop = sg::shfl(end, last_lane);
-        for (long long base = start; base < stop; base += 32 * STATS_UNROLL) {
-            I columns[STATS_UNROLL];
+    const long long nnz = indptr[n_rows];
+    const long long stride = (long long)gridDim.x * STATS_BLOCK * STATS_RUN;
+    for (long long first = ((long long)blockIdx.x * STATS_BLOCK + threadIdx.x) * STATS_RUN; first < nnz;
+         first += stride) {
+        const long long count = nnz - first < STATS_RUN ? nnz - first : STATS_RUN;
+        // All the run's column loads are issued before any is used: bytes in flight.
+        I columns[STATS_RUN];
 #pragma unroll
-            for (int u = 0; u < STATS_UNROLL; ++u) {
-                const long long j = base + 32 * u + lane;
-                columns[u] = j < stop ? sg::ldg(indices + j) : I(0);
+        for (int k = 0; k < STATS_RUN; ++k) columns[k] = k < count ? sg::ldg(indices + first + k) : I(0);
+        long long row = row_of_entry(indptr, 0, (long long)n_rows, first);
+        long long next = sg::ldg(indptr + row + 1);  // where `row` ends
+#pragma unroll
+        for (int k = 0; k < STATS_RUN; ++k) {
+            if (k >= count) break;
+            const long long j = first + k;
+            if (next <= j) {
+                int walked = 0;
+                do {
+                    next = sg::ldg(indptr + ++row + 1);
+                } while (next <= j && ++walked < STATS_WALK);
+                if (next <= j) {  // a long run of empty rows
+                    row = row_of_entry(indptr, row + 1, (long long)n_rows, j);
+                    next = sg::ldg(indptr + row + 1);
+                }
             }
-#pragma unroll
-            for (int u = 0; u < STATS_UNROLL; ++u) {
-                const long long j = base + 32 * u + lane;
-                // The entry's row in the group: how many of the (non-decreasing) ends are <= j.
-                int before = 0;
-#pragma unroll
-                for (int step = 16; step > 0; step /= 2)
-                    if ((long long)sg::shfl(end, before + step - 1) <= j) before += step;
-                if (j >= stop) continue;
-                const long long d = (long long)columns[u] - (group + before);
-                below += d < 0;
-                on += d == 0;
-                above += d > 0;
-                const long long magnitude = d < 0 ? -d : d;
-                distance += magnitude;
-                band = magnitude > band ? magnitude : band;
-            }
+            const long long d = (long long)columns[k] - row;
+            below += d < 0;
+            on += d == 0;
+            above += d > 0;
+            const long long magnitude = d < 0 ? -d : d;
+            distance += magnitude;
+            band = magnitude > band ? magnitude : band;
         }
     }
     below = sg::subwarp_sum<32>(below);
@@ -92,7 +104,7 @@ csr_structure(const I* __restrict__ indptr, const I* __restrict__ indices, const
         band = other > band ? other : band;
     }
     const int warp = threadIdx.x / 32;
-    if (lane == 0) {
+    if (threadIdx.x % 32 == 0) {
         scratch[0][warp] = below, scratch[1][warp] = on, scratch[2][warp] = above;
         scratch[3][warp] = distance, scratch[4][warp] = band;
     }
@@ -146,9 +158,15 @@ csr_row_stats(const I* __restrict__ indptr, const long long n_rows, const long l
             // overflow list, never outside the shared bins.
             const bool binned = real && (unsigned long long)length < ROW_STATS_BINS;
             const unsigned binning = __ballot_sync(sg::FULL_MASK, binned);
-            if (binned) {
-                const unsigned same = __match_any_sync(binning, (unsigned)length);
-                if (lane == __ffs(same) - 1) atomicAdd(bins + length, (unsigned)__popc(same));
+            // A slice of equal lengths (the common case: stencils, regular meshes) adds once;
+            // otherwise every lane adds its own (colliding lanes serialise only among
+            // themselves): a ballot, not __match_any_sync, which is costly per warp.
+            const long long lead = sg::shfl(length, 0);
+            const unsigned alike = __ballot_sync(sg::FULL_MASK, binned && length == lead);
+            if (binning && alike == binning) {
+                if (lane == 0) atomicAdd(bins + lead, (unsigned)__popc(binning));
+            } else if (binned) {
+                atomicAdd(bins + length, 1u);
             } else if (real) {
                 const unsigned long long slot = atomicAdd(out + OUT_OVERFLOW_ROWS, 1ULL);
                 if (slot < (unsigned long long)overflow_capacity) out[OUT_OVERFLOW + slot] = (unsigned long long)length;

@@ -57,9 +57,10 @@ from sparsegpu.reference.stats import (OUT_BINS, OUT_OVERFLOW, OUT_OVERFLOW_ROWS
                                        ROW_STATS_BINS, SELL_SLICE, overflow_capacity)
 
 STATS_BLOCK = 256  # kernels/matrix_stats.cu STATS_BLOCK
+STATS_RUN = 16  # kernels/matrix_stats.cu STATS_RUN
 ROW_STATS_BLOCK = 256  # kernels/matrix_stats.cu ROW_STATS_BLOCK
-#: Blocks per multiprocessor, at most: csr_structure's 4 (all resident in one wave, each warp
-#: with 8 coalesced batches of columns in flight); csr_row_stats's 8 (a full
+#: Blocks per multiprocessor, at most: csr_structure's 4 (all resident in one wave, each thread
+#: with 16 column loads in flight); csr_row_stats's 8 (a full
 #: SM of threads streaming indptr, and few enough that merging each block's 4096 shared bins
 #: stays small next to its share of the rows).
 STATS_BLOCKS_PER_SM = 4
@@ -206,7 +207,7 @@ def _statistics_kernels(csr: Any, out: Any) -> None:
         rows((blocks,), (ROW_STATS_BLOCK,), (csr.indptr, np.int64(m), np.int64(overflow_capacity(nnz)), out))
     if nnz:
         structure = STATS_KERNELS.function("csr_structure<{I}>", np.float64, csr.index_dtype)
-        blocks = min(-(-m // STATS_BLOCK), STATS_BLOCKS_PER_SM * multiprocessors)  # a warp per 32 rows
+        blocks = min(-(-nnz // (STATS_BLOCK * STATS_RUN)), STATS_BLOCKS_PER_SM * multiprocessors)
         structure((blocks,), (STATS_BLOCK,), (csr.indptr, csr.indices, csr.index_dtype.type(m), out))
 
 
