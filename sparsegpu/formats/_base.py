@@ -143,20 +143,14 @@ class SparseMatrix:
         ``"gpu"`` or ``"cpu"`` (default: :func:`sparsegpu.backend`). Duplicates are summed and
         indices sorted; explicit zeros are kept as stored entries.
 
-        On the GPU, a matrix of at least :data:`sparsegpu.transfer.STREAM_MIN_BYTES` is
-        streamed by :func:`sparsegpu.transfer.upload_csr` (chunks through pinned buffers,
-        validated and made canonical on the device); a smaller one is made canonical on the
-        host and copied at once. Either way the format is then built on the device.
+        The matrix goes to the backend as a CSR (:meth:`CSR.from_scipy
+        <sparsegpu.CSR.from_scipy>`: on the GPU, large matrices stream through
+        :func:`sparsegpu.transfer.upload_csr`), and the format is built from it there.
         """
-        from sparsegpu import transfer
         from sparsegpu.formats.csr import CSR
 
-        target = resolve_backend(backend)
-        if target == "gpu" and transfer.worth_streaming(S):
-            csr = transfer.upload_csr(S, dtype=dtype, index_dtype=index_dtype)
-        else:
-            csr = CSR._from_canonical_scipy(canonical_scipy(S, "csr", dtype, index_dtype), target)
-        return csr if cls is CSR and not params else cls._from_csr(csr, **params)
+        csr = CSR.from_scipy(S, dtype=dtype, index_dtype=index_dtype, backend=backend)
+        return cls._from_csr(csr, **params)  # CSR and CSC override from_scipy
 
     @classmethod
     def _from_csr(cls, csr: Any, **params: Any) -> SparseMatrix:
