@@ -18,13 +18,14 @@ import scipy.sparse as sp
 
 from sparsegpu import convert
 from sparsegpu._backend import Backend, deterministic, resolve_backend
-from sparsegpu._kernels import KernelFile, blocks_for
+from sparsegpu._kernels import KernelFile, blocks_for, device_properties
 from sparsegpu.formats._base import SparseMatrix
 from sparsegpu.formats._compressed import NULL_POINTER, dot_scratch
 from sparsegpu.reference import regular as twins
 from sparsegpu.reference.spmv import dot_into
 
 ELL_BLOCK = 256  # kernels/spmv_ell.cu ELL_BLOCK
+ELL_BLOCKS_PER_SM = 8  # kernels/spmv_ell.cu ELL_BLOCKS_PER_SM
 #: Default limit on padded slots per stored entry: ELL refuses a matrix whose longest row
 #: would make it store more than 3 padding slots per entry (4x the slots of the entries), as
 #: every slot up to a row's end costs a 4- or 8-byte index load. HYB or SELL-C-sigma pad less.
@@ -198,7 +199,8 @@ def ell_forward(indices: Any, data: Any, width: int, x: Any, y: Any, alpha: Any,
         if dot is not None:
             dot.fill(0)
         return y
-    blocks = blocks_for(y.size, ELL_BLOCK)
+    # One wave of resident blocks at most; each thread strides over rows (see the kernel).
+    blocks = min(blocks_for(y.size, ELL_BLOCK), device_properties()["multiprocessors"] * ELL_BLOCKS_PER_SM)
     fused: tuple[Any, ...] = (NULL_POINTER,) * 4
     if dot is not None:
         fused = (w, dot, *dot_scratch(cache, "dot_scratch", blocks))
