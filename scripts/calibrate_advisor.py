@@ -167,14 +167,14 @@ def validate(size: str) -> None:
 
 def stats_cost(families: list[str], size: str) -> None:
     """Time of ``matrix_stats`` over the time of one CSR SpMV, on generated matrices; also the
-    time of its two kernels alone (queued back to back into one buffer, no copy back), so the
-    rest is allocation, copy back and host work."""
+    time of its two kernels alone (queued back to back into one buffer, no memset, no copy
+    back), so the rest is the memset, the copy back and host work."""
     import cupy
 
     import sparsegpu
     from sparsegpu import datasets
     from sparsegpu.bench.timing import measure
-    from sparsegpu.reference.stats import OUT_OVERFLOW, overflow_capacity
+    from sparsegpu.reference.stats import OUT_OVERFLOW, overflow_capacity, stats_tile
 
     for family in families:
         csr = sparsegpu.CSR.from_scipy(datasets.generate(family, size, cache=True), backend="gpu")
@@ -182,7 +182,8 @@ def stats_cost(families: list[str], size: str) -> None:
         stats_s = measure(lambda _: advisor.matrix_stats(csr), "gpu", repeat=5).seconds
         # Counts pile up over the repeats; the kernels never write past the overflow room.
         out = cupy.zeros(OUT_OVERFLOW + overflow_capacity(csr.nnz), dtype=np.uint64)
-        kernels_s = measure(lambda _: advisor._statistics_kernels(csr, out), "gpu", repeat=5).seconds
+        tile_rows = cupy.empty(max(-(-csr.nnz // stats_tile(csr.index_dtype.itemsize)), 1), dtype=np.int64)
+        kernels_s = measure(lambda _: advisor._statistics_kernels(csr, out, tile_rows), "gpu", repeat=5).seconds
         spmv_s = measure(lambda _: csr.spmv(x, y), "gpu", repeat=5).seconds
         print(f"{family}-{size}: statistics {stats_s * 1e3:.3f} ms (kernels {kernels_s * 1e3:.3f} ms), "
               f"CSR SpMV {spmv_s * 1e3:.3f} ms, ratio {stats_s / spmv_s:.2f}", flush=True)

@@ -3,15 +3,17 @@
 ``advise(S)`` reads a matrix once on its backend, estimates each format's SpMV time with a
 small model, and says which format to use, with what parameters and why.
 
-The statistics (:func:`matrix_stats`) are meant to cost at most one CSR SpMV. On the GPU two
-kernels of kernels/matrix_stats.cu write one zeroed buffer: ``csr_row_stats`` reads indptr
-once for the row-length histogram (lengths below 4096 binned in shared memory, longer rows
-listed), and SELL's slice widths; ``csr_structure`` reads indices (and indptr again) for
-where the entries sit relative to the diagonal. The buffer comes back in one copy, the only
-synchronisation, and every field is computed on the host from the histogram's distinct
-lengths, so the host work does not grow with the matrix or its longest row. The CPU backend
-fills the same buffer with the NumPy twins (sparsegpu/reference/stats.py), so both backends
-give identical statistics.
+The statistics (:func:`matrix_stats`) are meant to cost at most one CSR SpMV, host work
+included. On the GPU two kernels of kernels/matrix_stats.cu fill one buffer, kept between calls
+with its head zeroed by one driver memset: ``csr_row_stats`` reads indptr once for the row-length
+histogram (lengths below 4096 binned in shared memory, longer rows listed), SELL's slice widths,
+and the row where each tile of entries starts; ``csr_structure`` reads indices once, each block
+finding its tile's rows in a shared-memory copy of their pointers, for where the entries sit
+relative to the diagonal. The head (32 KiB) comes back in one copy into pinned memory, the only
+synchronisation (the overflow list only when some row is that long), and every field is computed
+on the host from the histogram's distinct lengths, so the host work does not grow with the
+matrix or its longest row. The CPU backend fills the same buffer with the NumPy twins
+(sparsegpu/reference/stats.py), so both backends give identical statistics.
 
 The model, per format f:
 
@@ -40,6 +42,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,17 +57,15 @@ from sparsegpu.formats.ell import DEFAULT_MAX_FILL
 from sparsegpu.formats.sell import DEFAULT_C, DEFAULT_SIGMA
 from sparsegpu.reference import stats as stats_twins
 from sparsegpu.reference.stats import (OUT_BINS, OUT_OVERFLOW, OUT_OVERFLOW_ROWS, OUT_SLICE_WIDTHS,
-                                       ROW_STATS_BINS, SELL_SLICE, overflow_capacity)
+                                       ROW_STATS_BINS, SELL_SLICE, overflow_capacity, stats_tile)
 
-STATS_BLOCK = 256  # kernels/matrix_stats.cu STATS_BLOCK
-STATS_RUN = 16  # kernels/matrix_stats.cu STATS_RUN
+#: Blocks per multiprocessor the launcher gives each kernel: as many as are resident at once
+#: (csr_structure: 48 registers a thread, 5 blocks of 256; csr_row_stats: 40 registers, 6), so
+#: one wave streams the whole matrix, and merging each row block's 4096 shared bins stays small
+#: next to its share of the rows.
+STATS_BLOCKS_PER_SM = 5
+ROW_STATS_BLOCKS_PER_SM = 6
 ROW_STATS_BLOCK = 256  # kernels/matrix_stats.cu ROW_STATS_BLOCK
-#: Blocks per multiprocessor, at most: csr_structure's 4 (all resident in one wave, each thread
-#: with 16 column loads in flight); csr_row_stats's 8 (a full
-#: SM of threads streaming indptr, and few enough that merging each block's 4096 shared bins
-#: stays small next to its share of the rows).
-STATS_BLOCKS_PER_SM = 4
-ROW_STATS_BLOCKS_PER_SM = 8
 STATS_KERNELS = KernelFile("matrix_stats.cu", ["csr_structure<{I}>", "csr_row_stats<{I}>"],
                            value_dtypes=[np.float64])
 CALIBRATION_FILE = Path(__file__).with_name("advisor_calibration.json")
@@ -195,59 +196,104 @@ def _as_csr(A: Any, backend: str | None) -> Any:
     return CSR.from_scipy(S, backend=backend)
 
 
-def _statistics_kernels(csr: Any, out: Any) -> None:
+def _statistics_kernels(csr: Any, out: Any, tile_rows: Any) -> None:
     """Launch both statistics kernels of a GPU CSR into ``out`` (uint64, words 0 .. OUT_OVERFLOW
-    zero, room for :func:`overflow_capacity` longer rows after them). Launches nothing for an
-    empty matrix."""
+    zero, room for :func:`overflow_capacity` longer rows after them) with ``tile_rows`` (int64,
+    one per tile of :func:`stats_tile` entries) as their scratch. Launches nothing for an empty
+    matrix."""
     m, nnz = csr.shape[0], csr.nnz
     multiprocessors = device_properties()["multiprocessors"]
     if m:
         rows = STATS_KERNELS.function("csr_row_stats<{I}>", np.float64, csr.index_dtype)
         blocks = min(-(-m // ROW_STATS_BLOCK), ROW_STATS_BLOCKS_PER_SM * multiprocessors)
-        rows((blocks,), (ROW_STATS_BLOCK,), (csr.indptr, np.int64(m), np.int64(overflow_capacity(nnz)), out))
+        rows((blocks,), (ROW_STATS_BLOCK,),
+             (csr.indptr, np.int64(m), np.int64(overflow_capacity(nnz)), out, tile_rows))
     if nnz:
         structure = STATS_KERNELS.function("csr_structure<{I}>", np.float64, csr.index_dtype)
-        blocks = min(-(-nnz // (STATS_BLOCK * STATS_RUN)), STATS_BLOCKS_PER_SM * multiprocessors)
-        structure((blocks,), (STATS_BLOCK,), (csr.indptr, csr.indices, csr.index_dtype.type(m), out))
+        blocks = min(-(-nnz // stats_tile(csr.index_dtype.itemsize)), STATS_BLOCKS_PER_SM * multiprocessors)
+        structure((blocks,), (stats_twins.STATS_BLOCK,), (csr.indptr, csr.indices, np.int64(m), tile_rows, out))
+
+
+class _Workspaces(threading.local):
+    """Per thread and device: the statistics buffer and tile rows on the device, and pinned
+    host memory for the buffer's head, kept between calls (allocating and zeroing a fresh
+    buffer, and copying into pageable memory, cost more than the kernels on small matrices).
+    Each call finishes with its copy back, so a thread's next call may reuse them."""
+
+    def __init__(self) -> None:
+        self.by_device: dict[int, tuple[Any, Any, np.ndarray]] = {}
+
+
+_WORKSPACES = _Workspaces()
+
+
+def _workspace(words: int, tiles: int) -> tuple[Any, Any, np.ndarray]:
+    """(device buffer of at least ``words`` uint64, device tile rows of at least ``tiles``
+    int64, pinned host head of OUT_OVERFLOW int64) for the current device, grown by doubling."""
+    import cupy
+
+    device = cupy.cuda.runtime.getDevice()
+    space = _WORKSPACES.by_device.get(device)
+    if space is None or space[0].size < words or space[1].size < tiles:
+        old_words, old_tiles = (space[0].size, space[1].size) if space else (0, 0)
+        out = cupy.empty(max(words, 2 * old_words), dtype=np.uint64)
+        tile_rows = cupy.empty(max(tiles, 2 * old_tiles, 1), dtype=np.int64)
+        head = space[2] if space else np.frombuffer(cupy.cuda.alloc_pinned_memory(OUT_OVERFLOW * 8), np.int64,
+                                                    OUT_OVERFLOW)
+        space = _WORKSPACES.by_device[device] = (out, tile_rows, head)
+    return space
+
+
+def _read_statistics(csr: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(the statistics buffer's head, words 0 .. OUT_OVERFLOW, and the longer rows' lengths) on
+    the host as int64. On the GPU the head is a view of this thread's pinned workspace, valid
+    until its next call: one memset, two launches, one copy back (two when some row is past the
+    bins)."""
+    m, nnz = csr.shape[0], csr.nnz
+    capacity = overflow_capacity(nnz)
+    if csr.backend == "cpu" or not m:
+        out = np.zeros(OUT_OVERFLOW + capacity, dtype=np.uint64)
+        if m:
+            tile_rows = np.empty(-(-nnz // stats_tile(csr.index_dtype.itemsize)), dtype=np.int64)
+            stats_twins.csr_row_stats(csr.indptr, m, capacity, out, tile_rows)
+            out[:OUT_SLICE_WIDTHS] = stats_twins.csr_structure(csr.indptr, csr.indices)
+        out = out.view(np.int64)
+        return out[:OUT_OVERFLOW], out[OUT_OVERFLOW:OUT_OVERFLOW + min(int(out[OUT_OVERFLOW_ROWS]), capacity)]
+    import cupy
+
+    runtime = cupy.cuda.runtime
+    out, tile_rows, head = _workspace(OUT_OVERFLOW + capacity, -(-nnz // stats_tile(csr.index_dtype.itemsize)))
+    stream = cupy.cuda.get_current_stream()
+    # Only the head is counted into; the overflow list is written before it is read, tile_rows
+    # entirely by csr_row_stats.
+    runtime.memsetAsync(out.data.ptr, 0, OUT_OVERFLOW * 8, stream.ptr)
+    _statistics_kernels(csr, out, tile_rows)
+    runtime.memcpyAsync(head.ctypes.data, out.data.ptr, OUT_OVERFLOW * 8, runtime.memcpyDeviceToHost, stream.ptr)
+    stream.synchronize()
+    longer = min(int(head[OUT_OVERFLOW_ROWS]), capacity)
+    if not longer:
+        return head, head[:0]
+    return head, out[OUT_OVERFLOW:OUT_OVERFLOW + longer].get().view(np.int64)
 
 
 def _statistics_buffer(csr: Any) -> np.ndarray:
     """The statistics buffer of kernels/matrix_stats.cu (layout in sparsegpu/reference/stats.py)
-    on the host as int64, up to the end of its filled overflow list: on the GPU one zeroed
-    allocation, two launches and one copy back (two when some row is past the bins)."""
-    m, nnz = csr.shape[0], csr.nnz
-    size = OUT_OVERFLOW + overflow_capacity(nnz)
-    if csr.backend == "cpu" or not m:
-        out = np.zeros(size, dtype=np.uint64)
-        if m:
-            stats_twins.csr_row_stats(csr.indptr, m, overflow_capacity(nnz), out)
-            out[:OUT_SLICE_WIDTHS] = stats_twins.csr_structure(csr.indptr, csr.indices)
-        out = out.view(np.int64)
-        return out[:OUT_OVERFLOW + min(int(out[OUT_OVERFLOW_ROWS]), size - OUT_OVERFLOW)]
-    import cupy
-
-    out = cupy.zeros(size, dtype=np.uint64)
-    _statistics_kernels(csr, out)
-    # The overflow list is read only as far as it is filled (often not at all): most of the
-    # buffer is its room, and copying that back would cost more than the kernels on small matrices.
-    head = out[:OUT_OVERFLOW].get().view(np.int64)
-    longer = min(int(head[OUT_OVERFLOW_ROWS]), size - OUT_OVERFLOW)
-    if not longer:
-        return head
-    return np.concatenate([head, out[OUT_OVERFLOW:OUT_OVERFLOW + longer].get().view(np.int64)])
+    on the host as int64 (a copy of its own), up to the end of its filled overflow list."""
+    head, longer = _read_statistics(csr)
+    return np.concatenate([head, longer])
 
 
-def _length_histogram(buffer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct row lengths ascending, rows of each) from a statistics buffer."""
-    longer = int(buffer[OUT_OVERFLOW_ROWS])
-    if longer > buffer.size - OUT_OVERFLOW:
-        raise RuntimeError(f"{longer} rows of {ROW_STATS_BINS} entries or more cannot fit in "
-                           f"{buffer.size - OUT_OVERFLOW} entries: the matrix's indptr is not monotone")
-    bins = buffer[OUT_BINS:OUT_OVERFLOW]
-    lengths = np.flatnonzero(bins)
+def _length_histogram(head: np.ndarray, longer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct row lengths ascending, rows of each) from a statistics buffer's head and the
+    overflow list as far as the buffer holds it."""
+    if int(head[OUT_OVERFLOW_ROWS]) > longer.size:
+        raise RuntimeError(f"{int(head[OUT_OVERFLOW_ROWS])} rows of {ROW_STATS_BINS} entries or more cannot fit in "
+                           f"{longer.size} entries: the matrix's indptr is not monotone")
+    bins = head[OUT_BINS:OUT_OVERFLOW]
+    lengths = bins.nonzero()[0]
     counts = bins[lengths]
-    if longer:
-        long_lengths, long_counts = np.unique(buffer[OUT_OVERFLOW:OUT_OVERFLOW + longer], return_counts=True)
+    if longer.size:
+        long_lengths, long_counts = np.unique(longer, return_counts=True)
         lengths, counts = np.concatenate([lengths, long_lengths]), np.concatenate([counts, long_counts])
     return lengths, counts
 
@@ -267,14 +313,16 @@ def hyb_width_from_lengths(lengths: np.ndarray, counts: np.ndarray, value_dtype:
     rows = float(counts.sum())
     # Rows longer than each candidate width K and their entries past slot K, from suffix sums
     # of exact integers (float64 as in width_for_counts, exact below 2^53).
-    rows_over = (np.cumsum(counts[::-1])[::-1] - counts).astype(np.float64)
-    entries_after = (np.cumsum((counts * lengths)[::-1])[::-1] - counts * lengths).astype(np.float64)
+    # (ndarray methods, not the np.* wrappers: this runs per call on a few values.)
+    entries = counts * lengths
+    rows_over = (counts[::-1].cumsum()[::-1] - counts).astype(np.float64)
+    entries_after = (entries[::-1].cumsum()[::-1] - entries).astype(np.float64)
     widths = lengths.astype(np.float64)
     overflow = entries_after - widths * rows_over
     cost = (rows * widths * (value_bytes + index_bytes)
             + overflow * (value_bytes + 2 * index_bytes)
             + rows_over * 2 * value_bytes)
-    return int(lengths[np.argmin(cost)])
+    return int(lengths[cost.argmin()])
 
 
 def matrix_stats(A: Any, *, backend: str | None = None) -> MatrixStats:
@@ -289,19 +337,20 @@ def matrix_stats(A: Any, *, backend: str | None = None) -> MatrixStats:
     csr = _as_csr(A, backend)
     m, n = csr.shape
     nnz = csr.nnz
-    buffer = _statistics_buffer(csr)
-    below, on, above, distance, band, slice_widths = buffer[:OUT_OVERFLOW_ROWS].tolist()
+    head, longer = _read_statistics(csr)
+    below, on, above, distance, band, slice_widths = head[:OUT_OVERFLOW_ROWS].tolist()
     mean = nnz / m if m else 0.0
     if m:
-        lengths, counts = _length_histogram(buffer)
-        squares = float(np.dot(counts.astype(np.float64), lengths.astype(np.float64) ** 2))
-        var = max(squares / m - mean * mean, 0.0)
+        # A handful of NumPy calls on the distinct lengths (few, whatever the matrix's size).
+        lengths, counts = _length_histogram(head, longer)
+        weights = counts.astype(np.float64)
+        var = max(float(np.dot(weights, lengths.astype(np.float64) ** 2)) / m - mean * mean, 0.0)
         row_min, row_max = int(lengths[0]), int(lengths[-1])
         # The q-quantile is the shortest length whose cumulative row count reaches q * m.
-        cumulative = np.cumsum(counts)
-        quantiles = {f"p{int(q * 100)}": int(lengths[np.searchsorted(cumulative, q * m)]) for q in (0.5, 0.9, 0.99)}
+        p50, p90, p99 = lengths[counts.cumsum().searchsorted([0.5 * m, 0.9 * m, 0.99 * m])].tolist()
+        quantiles = {"p50": p50, "p90": p90, "p99": p99}
         width = hyb_width_from_lengths(lengths, counts, csr.dtype, csr.index_dtype)
-        in_ell = float(np.dot(np.minimum(lengths, width), counts))
+        in_ell = float(np.dot(np.minimum(lengths, width), counts))  # exact integers, as HYB counts them
         empty = int(counts[0]) if row_min == 0 else 0
         long_rows = int(counts[lengths > long_row_limit(threads_per_row(mean))].sum())
     else:

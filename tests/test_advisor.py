@@ -157,7 +157,10 @@ def test_twin_buffer_layout(rng):
     lengths = np.diff(S.indptr)
     capacity = twins.overflow_capacity(S.nnz)
     out = np.zeros(twins.OUT_OVERFLOW + capacity, np.uint64)
-    twins.csr_row_stats(S.indptr, S.shape[0], capacity, out)
+    tile = twins.stats_tile(S.indptr.dtype.itemsize)
+    tile_rows = np.full(-(-S.nnz // tile), -1, np.int64)
+    twins.csr_row_stats(S.indptr, S.shape[0], capacity, out, tile_rows)
+    assert tile_rows.tolist() == np.repeat(np.arange(lengths.size), lengths)[::tile].tolist()
     assert out[twins.OUT_SLICE_WIDTHS] == sum(lengths[i:i + 32].max() for i in range(0, lengths.size, 32))
     assert out[twins.OUT_OVERFLOW_ROWS] == 3 and 3 < capacity
     assert out[twins.OUT_BINS:twins.OUT_OVERFLOW].tolist() == np.bincount(lengths[lengths < BINS], minlength=BINS).tolist()
@@ -166,10 +169,18 @@ def test_twin_buffer_layout(rng):
 
 
 def test_overflow_past_capacity_is_refused():
-    buffer = np.zeros(twins.OUT_OVERFLOW + 2, np.int64)
-    buffer[twins.OUT_OVERFLOW_ROWS] = 3
+    head = np.zeros(twins.OUT_OVERFLOW, np.int64)
+    head[twins.OUT_OVERFLOW_ROWS] = 3
     with pytest.raises(RuntimeError, match="not monotone"):
-        advisor._length_histogram(buffer)
+        advisor._length_histogram(head, np.zeros(2, np.int64))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 9000), max_size=40), st.sampled_from([256, 4096]))
+def test_tile_first_rows_are_the_rows_of_each_tiles_first_entry(lengths, tile):
+    indptr = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+    rows = np.repeat(np.arange(len(lengths)), lengths)
+    assert twins.tile_first_rows(indptr, int(indptr[-1]), tile).tolist() == rows[::tile].tolist()
 
 
 @settings(max_examples=200, deadline=None)
@@ -229,7 +240,8 @@ def test_gpu_statistics_match_twin_on_real_matrices(name):
 @pytest.mark.gpu
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 def test_gpu_kernels_write_only_their_words(index_dtype, rng):
-    """The overflow list's unused room keeps its poison; every counted word is the twin's."""
+    """The overflow list's unused room keeps its poison; every counted word and every tile row
+    is the twin's."""
     import cupy
 
     lengths = rng.integers(0, 30, 5000)
@@ -239,13 +251,56 @@ def test_gpu_kernels_write_only_their_words(index_dtype, rng):
     poison = np.uint64(0xDEADBEEFDEADBEEF)
     out = cupy.full(twins.OUT_OVERFLOW + twins.overflow_capacity(S.nnz), poison, dtype=np.uint64)
     out[:twins.OUT_OVERFLOW] = 0
-    advisor._statistics_kernels(gpu, out)
+    tiles = -(-S.nnz // twins.stats_tile(np.dtype(index_dtype).itemsize))
+    tile_rows = cupy.full(tiles, -7, dtype=np.int64)
+    advisor._statistics_kernels(gpu, out, tile_rows)
     kernel = out.get()
-    twin = advisor._statistics_buffer(sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend="cpu")).view(np.uint64)
+    cpu = sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend="cpu")
+    twin = advisor._statistics_buffer(cpu).view(np.uint64)
     head = twins.OUT_OVERFLOW
     np.testing.assert_array_equal(kernel[:head], twin[:head])
     assert sorted(kernel[head:head + 3].tolist()) == [BINS, BINS + 1, 2 * BINS]
     assert (kernel[head + 3:] == poison).all()
+    want = twins.tile_first_rows(cpu.indptr, S.nnz, twins.stats_tile(np.dtype(index_dtype).itemsize))
+    np.testing.assert_array_equal(tile_rows.get(), want)
+
+
+def structure_cases(rng) -> dict[str, sp.csr_array]:
+    """Matrices for csr_structure's tiles and shared windows (4096 rows, tiles of 4096 int32 or
+    2048 int64 entries): tiles spanning many windows of empty rows, rows longer than a tile,
+    entry counts off the tile, rows whose first entries fall exactly on tile starts."""
+    sparse_rows = np.zeros(300_000, np.int64)
+    sparse_rows[rng.choice(sparse_rows.size, 700, replace=False)] = rng.integers(1, 40, 700)
+    around_tiles = np.full(4096, 4)  # every tile starts at a row start (int32 and int64 tiles)
+    long_rows = rng.integers(0, 5, 9000)
+    long_rows[[10, 4000, 8999]] = 3 * 4096 + 11, 4096, 2 * 4096 + 1
+    return {
+        "few entries among 300000 rows": from_lengths(sparse_rows, 50_000, rng),
+        "tiles start at row starts": from_lengths(around_tiles, 5000, rng),
+        "rows longer than a tile": from_lengths(long_rows, 5 * 4096, rng),
+        "one entry per row, nnz off the tile": from_lengths(np.ones(3 * 4096 + 5, np.int64), 20_000, rng),
+        "trailing empty rows": from_lengths(np.concatenate([rng.integers(0, 9, 7000), np.zeros(20_000, np.int64)]),
+                                            9000, rng),
+        "one entry": from_lengths([0, 0, 1, 0], 4, rng),
+    }
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_gpu_structure_tiles_and_windows(index_dtype, rng):
+    """Each case, then each again after a larger one (the reused workspace holds stale counts,
+    overflow lengths and tile rows), and with indices not 16-byte aligned (the scalar loads)."""
+    import cupy
+
+    cases = structure_cases(rng)
+    for label, S in list(cases.items()) + list(cases.items())[::-1]:
+        gpu, cpu, kernel, twin = gpu_and_cpu_buffers(S, index_dtype)
+        assert_same_buffer(kernel, twin, label)
+        assert advisor.matrix_stats(gpu) == advisor.matrix_stats(cpu) == numpy_stats(cpu), label
+        shifted = cupy.empty(gpu.indices.size + 1, gpu.indices.dtype)
+        shifted[1:] = gpu.indices
+        unaligned = sparsegpu.CSR._make(gpu.data, shifted[1:], gpu.indptr, gpu.shape, "gpu")
+        assert_same_buffer(advisor._statistics_buffer(unaligned), twin, label + " (indices not 16-byte aligned)")
 
 
 def test_lower_triangular_is_recognised(backend):
