@@ -1,21 +1,38 @@
 // Prefix scans (inclusive and exclusive), plain or segmented, for any operator object
 // (sg::Sum<V>, sg::Min<V>, sg::Max<V>).
 //
-// Tiles: SCAN_BLOCK threads, ITEMS consecutive elements per thread (64 bytes plain, 32 bytes
-// segmented). Plain tiles that are whole and 16-byte aligned (VEC) move through a per-warp
-// transpose in shared memory: the warp loads (and stores) 16-byte vectors striped across its
-// lanes, so every instruction touches 512 contiguous bytes, and each thread then holds its ITEMS
-// consecutive elements. A tile is scanned by a serial fold per thread, a warp-shuffle scan of
-// the thread totals and a scan of the warp totals.
+// Tiles: SCAN_BLOCK threads, ITEMS consecutive elements per thread (SCAN_THREAD_BYTES of values
+// plain, SCAN_SEGMENTED_THREAD_BYTES of values segmented). A plain tile lives in shared memory
+// from its load to its store, so registers do not grow with the tile: each warp copies its
+// 32 * ITEMS elements into its slice (cp.async 16-byte copies striped across the lanes when the
+// tile is whole and 16-byte aligned (VEC), else element by element), each thread then reads
+// its ITEMS consecutive elements from there (an XOR swizzle keeps both access patterns free of
+// bank conflicts), and the outputs go back the same way. Segmented tiles stay in registers. A
+// tile is scanned by a serial fold per thread, a warp-shuffle scan of the thread totals and a
+// scan of the warp totals.
 //
 // Two ways to cover many tiles:
 //  - scan_single_pass: one pass (reads n, writes n), decoupled look-back (Merrill & Garland):
-//    each tile publishes its aggregate, then its inclusive prefix, and finds its own prefix by
-//    looking back over its predecessors' published values (a window of 32 at a time). Exact for
-//    integers. For floats, ORDERED = false joins the values as they come, so the association
-//    depends on timing (NOT bitwise reproducible); ORDERED = true folds them strictly left to
-//    right from the nearest inclusive prefix, which is reproducible (see the kernel). A single
-//    tile never looks back.
+//    each tile publishes its aggregate, then its inclusive prefix, and gets its own prefix from
+//    its predecessors' published values. All LOOKBACK_WARPS warps of the block poll at once,
+//    one predecessor per thread: a span of SPAN = 32 * LOOKBACK_WARPS tiles per L2 round trip
+//    (one warp and 32 tiles per round trip limited the earlier design to ~60% of copy
+//    bandwidth: the prefixes could not advance faster than 32 tiles per round trip).
+//    ORDERED = false (integers, and floats when not deterministic): the nearest inclusive prefix
+//    in the span, joined with the aggregates after it; if the span has none, its aggregates are
+//    joined and the next span is polled. Exact for integers; for floats the association
+//    depends on timing.
+//    ORDERED = true (the default float path, bitwise reproducible): a fixed association. The
+//    exclusive prefix of tile t is
+//        E_t = fold of [P_{t-SPAN}, a_{t-SPAN+1}, ..., a_{t-1}]        (P_{<0}, a_{<0}: identity)
+//    with P_t = E_t op a_t (P_0 = a_0) and a_t the tile aggregates, folded by a fixed tree: a
+//    balanced pairwise tree over each 32 consecutive entries (a warp's shuffle tree), then those
+//    SPAN / 32 partial results left to right. So each tile waits for exactly one inclusive
+//    prefix, SPAN tiles back, plus the aggregates in between (which every tile publishes as
+//    soon as it is loaded), and never for a serial fold: the prefixes advance SPAN tiles per
+//    round trip, and the bits do not depend on timing. The float error grows with
+//    t / SPAN + log2(SPAN) additions instead of t.
+//    sparsegpu/reference/primitives.py ordered_lookback_scan computes the same bits.
 //  - reduce-then-scan, reproducible: scan_chunk_totals (each block folds a fixed range of tiles),
 //    scan_totals (one block scans the chunk totals), scan_chunks (each block scans its range again,
 //    starting from its chunk's prefix). Reads x twice: about 2/3 of the single pass's throughput.
@@ -23,26 +40,53 @@
 // Look-back state (one buffer of 64-bit words, kept by the caller between launches, zeroed when
 // first allocated, never reset by the host):
 //   state[0] = (epoch << 32) | ticket. Each block takes a ticket with one atomicAdd: its tile
-//     number (tiles start in ticket order, so a tile only ever waits on tiles already running:
-//     no deadlock whatever the scheduling) and the launch's epoch. The block holding the last
-//     ticket writes (epoch + 1) << 32: the next launch finds ticket 0 and a new epoch, with no
-//     memset and no extra launch (also under graph replay).
-//   state[1 + t * WORDS + k], tile t's descriptor: its value cut into WORDS 32-bit chunks, each
-//     stored with a status in the upper half of the same 64-bit word (one relaxed 64-bit store,
-//     single-copy atomic): status = (epoch << 2) | AGGREGATE or INCLUSIVE_PREFIX. A reader takes
-//     the value only when every word carries the same status of this launch's epoch; anything
-//     else (a word of an older launch, or words caught between the aggregate's and the inclusive
-//     prefix's stores) reads as "not yet" and is polled again. Status and value travel in the
-//     same words, so no fence is needed between them; 8- and 16-byte values use 2 and 4 words.
+//     number (tiles start in ticket order, so a tile only ever waits on tiles with smaller
+//     tickets, already running: no deadlock whatever the scheduling) and the launch's epoch.
+//     The block holding the last ticket writes (epoch + 1) << 32: the next launch finds ticket 0
+//     and a new epoch, with no memset and no extra launch (also under graph replay).
+//   Tile t's two descriptors: its aggregate at state[1 + 2 t WORDS + k] and its inclusive
+//     prefix at state[1 + (2 t + 1) WORDS + k] (separate, so the ordered look-back can still
+//     read a predecessor's aggregate after that predecessor has finished), each value cut into
+//     WORDS 32-bit chunks, every chunk stored with a status in the upper half of the same
+//     64-bit word (one relaxed 64-bit store, single-copy atomic): status = (epoch << 2) |
+//     AGGREGATE or INCLUSIVE_PREFIX. A reader takes a value only when every word carries the
+//     expected status of this launch's epoch; anything else (a word of an older launch, or a
+//     value caught half written) reads as "not yet" and is polled again. Status and value
+//     travel in the same words, so no fence is needed between them.
 //
 // Segmented scans run the same kernels over (value, head) pairs with the operator
-// Segmented<V, Op>: (a, b) -> b.head ? b : (op(a.v, b.v), a.head | b.head), which is associative.
+// Segmented<V, Op>: (a, b) -> b.head ? b : (op(a.v, b.v), a.head | b.head), which is associative
+// (not commutative: every fold here keeps tile order, earlier on the left).
 #include "common.cuh"
 
+// ---------------------------------------------------------------- tuning (compile-time knobs)
+// sparsegpu/primitives.py mirrors SCAN_BLOCK, SCAN_THREAD_BYTES, SCAN_SEGMENTED_THREAD_BYTES and
+// LOOKBACK_WARPS (tile sizes, look-back state size and the ordered association), and
+// tests/test_primitives.py checks that it does. scratch/sweep_scan.py rewrites these lines.
 constexpr int SCAN_BLOCK = 256;
-// Blocks per SM the single-pass kernel is compiled for (registers <= 64 per thread): with a
-// 16 KiB tile each, enough bytes in flight to keep HBM busy while other blocks look back.
-constexpr int SCAN_MIN_BLOCKS = 4;
+// Bytes of values per thread, multiples of 16: a plain tile is SCAN_BLOCK * 128 B = 32 KiB of
+// shared memory, so 6 blocks fit on an SM (228 KiB); a segmented tile is held in registers.
+constexpr int SCAN_THREAD_BYTES = 128;
+constexpr int SCAN_SEGMENTED_THREAD_BYTES = 32;
+// Blocks per SM the single-pass kernel is compiled for (caps registers at 65536 / (256 * 6) = 42
+// for plain scans); segmented tiles are held in registers and get more of them.
+constexpr int SCAN_MIN_BLOCKS = 6;
+constexpr int SCAN_SEGMENTED_MIN_BLOCKS = 4;
+// Reduce-then-scan: blocks per SM, all resident (primitives.py SCAN_CHUNKS_PER_SM).
+constexpr int SCAN_CHUNKS_PER_SM = 4;
+// Warps that poll predecessors (one each per thread): the look-back span is 32 * LOOKBACK_WARPS.
+constexpr int LOOKBACK_WARPS = 8;
+// Nanoseconds a polling thread sleeps after finding a predecessor not yet published (0: spin).
+// Spinning threads re-read the same few L2 lines; a pause leaves L2 to the loads and stores.
+constexpr int LOOKBACK_BACKOFF_NS = 0;
+// Copy whole tiles into shared memory with cp.async (no registers in flight) rather than
+// through registers with streaming loads. Through registers was faster on the H200 (2^28
+// elements: int32 80-81% of copy against 70-72%, float64 ordered 79% against 76%).
+constexpr bool SCAN_CP_ASYNC = false;
+
+static_assert(SCAN_BLOCK % 32 == 0 && LOOKBACK_WARPS >= 1 && LOOKBACK_WARPS <= SCAN_BLOCK / 32,
+              "the look-back warps are warps of the block");
+static_assert(SCAN_THREAD_BYTES % 16 == 0 && SCAN_SEGMENTED_THREAD_BYTES % 16 == 0, "whole 16-byte vectors");
 
 namespace sg {
 
@@ -85,35 +129,47 @@ template <class T> struct Descriptor {
         T value;
         unsigned word[WORDS];
     };
+    // Tile t's descriptor of `kind` (its aggregate, or its inclusive prefix).
+    static __device__ __forceinline__ unsigned long long* of(unsigned long long* descriptors, long long t, unsigned kind) {
+        return descriptors + (2 * t + (kind == INCLUSIVE_PREFIX ? 1 : 0)) * WORDS;
+    }
     // Status word of `kind` for this launch's epoch (30 bits of it; the host renews the buffer
     // long before the epoch wraps).
     static __device__ __forceinline__ unsigned status(unsigned long long epoch, unsigned kind) {
         return ((unsigned)epoch << 2) | kind;
     }
-    static __device__ __forceinline__ void publish(unsigned long long* d, T value, unsigned tag) {
+    static __device__ __forceinline__ void publish(unsigned long long* descriptors, long long t, unsigned kind,
+                                                   unsigned long long epoch, T value) {
+        unsigned long long* const d = of(descriptors, t, kind);
+        const unsigned long long tag = (unsigned long long)status(epoch, kind) << 32;
         Chunks c;
         c.value = value;
 #pragma unroll
-        for (int k = 0; k < WORDS; ++k) store_relaxed(d + k, ((unsigned long long)tag << 32) | c.word[k]);
+        for (int k = 0; k < WORDS; ++k) store_relaxed(d + k, tag | c.word[k]);
     }
-    // AGGREGATE or INCLUSIVE_PREFIX with `value` set, or 0 (not yet published this launch).
-    static __device__ __forceinline__ unsigned read(const unsigned long long* d, unsigned long long epoch, T& value) {
+    // Whether tile t's descriptor of `kind` is published in this launch (then `value` is set).
+    static __device__ __forceinline__ bool read(unsigned long long* descriptors, long long t, unsigned kind,
+                                                unsigned long long epoch, T& value) {
+        const unsigned long long* const d = of(descriptors, t, kind);
         unsigned long long w[WORDS];
 #pragma unroll
         for (int k = 0; k < WORDS; ++k) w[k] = load_relaxed(d + k);
-        const unsigned tag = (unsigned)(w[0] >> 32);
-        bool same = true;
+        const unsigned tag = status(epoch, kind);
+        bool current = true;
         Chunks c;
 #pragma unroll
         for (int k = 0; k < WORDS; ++k) {
-            same = same && (unsigned)(w[k] >> 32) == tag;
+            current = current && (unsigned)(w[k] >> 32) == tag;
             c.word[k] = (unsigned)w[k];
         }
         value = c.value;
-        const unsigned kind = tag & 3u;
-        return same && (kind == AGGREGATE || kind == INCLUSIVE_PREFIX) && tag == status(epoch, kind) ? kind : 0u;
+        return current;
     }
 };
+
+__device__ __forceinline__ void backoff() {
+    if (LOOKBACK_BACKOFF_NS > 0) __nanosleep(LOOKBACK_BACKOFF_NS);
+}
 
 // ---------------------------------------------------------------- streaming 16-byte accesses
 // Evict-first: the data passes once, so the look-back descriptors keep their place in L2.
@@ -132,6 +188,27 @@ template <class V> __device__ __forceinline__ void store_stream(vec16<V>* p, con
     } u;
     u.vec = v;
     __stcs(reinterpret_cast<int4*>(p), u.raw);
+}
+// 16 bytes from global to shared memory: cp.async (L2 only, evict-first; completes at
+// copy_to_shared_wait) where the device has it and SCAN_CP_ASYNC asks for it, else through a
+// register.
+template <class V>
+__device__ __forceinline__ void copy_to_shared(vec16<V>* dst, const vec16<V>* src, unsigned long long policy) {
+#if __CUDA_ARCH__ >= 800
+    if (SCAN_CP_ASYNC) {
+        unsigned shared_address;
+        asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(shared_address) : "l"(dst));
+        asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(shared_address), "l"(src),
+                     "l"(policy) : "memory");
+        return;
+    }
+#endif
+    *dst = load_stream(src);
+}
+__device__ __forceinline__ void copy_to_shared_wait() {
+#if __CUDA_ARCH__ >= 800
+    if (SCAN_CP_ASYNC) asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
 }
 
 // Exclusive scan of one value per thread over the block, in thread order; `total` gets the
@@ -166,137 +243,252 @@ __device__ __forceinline__ T block_exclusive_scan(T v, Op op, T* warp_sums, T& t
     return exclusive;
 }
 
-// What a scan kernel reads and writes. Dense: T = V, y[i] = inclusive or exclusive prefix.
-// `buffer` is the calling warp's transpose space in shared memory (BUFFER vectors).
+// What a scan kernel reads and writes, as two steps around the tile's scan:
+//   load_fold(first, n, full): stage the thread's ITEMS items (elements first, first + 1, ...;
+//     past n: the identity) and return their fold, left to right;
+//   scan_store(prefix, first, n, full): write the thread's outputs given the fold of everything
+//     before its first item, adding the items one by one.
+// `full`: the whole tile lies below n. Every thread of a warp calls both.
+//
+// Dense: y[i] = inclusive or exclusive prefix. The items live in the calling warp's slice of
+// shared memory (`buffer`, BUFFER vectors) between the two steps.
 template <class V, class Op, int ITEMS, bool INCLUSIVE, bool VEC>
 struct DenseIO {
     using T = V;
-    using Out = V;
     using ScanOp = Op;
     using Vec = vec16<V>;
     static constexpr int QUADS = ITEMS / Vec::N;  // 16-byte vectors per thread
     static_assert(QUADS * Vec::N == ITEMS, "a thread's items are whole 16-byte vectors");
-    // One padding vector after every 8: the striped writes and the blocked reads (a thread's
-    // QUADS = 4 vectors, 64 bytes apart between lanes) then hit distinct banks in each phase.
-    static constexpr int BUFFER = VEC ? 32 * QUADS + 32 * QUADS / 8 : 1;
-    static __device__ __forceinline__ int padded(int i) { return i + i / 8; }
+    static constexpr int BUFFER = 32 * QUADS;
+    static constexpr int ROW = QUADS > 8 ? QUADS : 8;
+    static_assert(ROW % 8 == 0, "the swizzle permutes within rows of 8 vectors: 1, 2, 4 or a multiple of 8 vectors per thread");
+    // Vector i of the warp's tile (lane i / QUADS's vector i % QUADS) is stored at swizzled(i):
+    // within each row of 8 vectors (128 bytes, all the banks) the column is XORed with the row
+    // number (counted in rows of max(8, QUADS) vectors). The 8 lanes of a phase then hit 8
+    // different columns both when storing striped vectors (q * 32 + lane) and when reading a
+    // thread's own (lane * QUADS + q).
+    static __device__ __forceinline__ int swizzled(int i) { return i ^ ((i / ROW) % 8); }
     const V* __restrict__ x;
     V* __restrict__ y;
+    Vec* buffer;
 
-    __device__ __forceinline__ void load(T (&items)[ITEMS], long long first, long long n, bool full, Vec* buffer) const {
-        if (VEC && full) {
-            const int lane = threadIdx.x % 32;
-            const Vec* src = reinterpret_cast<const Vec*>(x + (first - (long long)lane * ITEMS));
-            Vec striped[QUADS];
-#pragma unroll
-            for (int q = 0; q < QUADS; ++q) striped[q] = load_stream(src + q * 32 + lane);
-            __syncwarp();  // the buffer's previous readers are done
-#pragma unroll
-            for (int q = 0; q < QUADS; ++q) buffer[padded(q * 32 + lane)] = striped[q];
-            __syncwarp();
-#pragma unroll
-            for (int q = 0; q < QUADS; ++q) {
-                const Vec chunk = buffer[padded(lane * QUADS + q)];
-#pragma unroll
-                for (int e = 0; e < Vec::N; ++e) items[q * Vec::N + e] = chunk.v[e];
-            }
-        } else {
-#pragma unroll
-            for (int k = 0; k < ITEMS; ++k) items[k] = first + k < n ? x[first + k] : Op::identity();
-        }
+    __device__ __forceinline__ V& item(int lane, int k) const {
+        return buffer[swizzled(lane * QUADS + k / Vec::N)].v[k % Vec::N];
     }
-    __device__ __forceinline__ V output(T exclusive, T inclusive, T) const { return INCLUSIVE ? inclusive : exclusive; }
-    __device__ __forceinline__ void store(const V (&out)[ITEMS], long long first, long long n, bool full, Vec* buffer) const {
+
+    __device__ __forceinline__ T load_fold(long long first, long long n, bool full) const {
+        const int lane = threadIdx.x % 32;
+        const long long warp_first = first - (long long)lane * ITEMS;
+        __syncwarp();  // the buffer's previous readers (an earlier tile) are done
         if (VEC && full) {
-            const int lane = threadIdx.x % 32;
-            __syncwarp();  // the load's blocked reads are done
+            const unsigned long long policy = l2_evict_first();
+            const Vec* src = reinterpret_cast<const Vec*>(x + warp_first);
 #pragma unroll
-            for (int q = 0; q < QUADS; ++q) {
-                Vec chunk;
-#pragma unroll
-                for (int e = 0; e < Vec::N; ++e) chunk.v[e] = out[q * Vec::N + e];
-                buffer[padded(lane * QUADS + q)] = chunk;
-            }
-            __syncwarp();
-            Vec* dst = reinterpret_cast<Vec*>(y + (first - (long long)lane * ITEMS));
-#pragma unroll
-            for (int q = 0; q < QUADS; ++q) store_stream(dst + q * 32 + lane, buffer[padded(q * 32 + lane)]);
+            for (int q = 0; q < QUADS; ++q) copy_to_shared(buffer + swizzled(q * 32 + lane), src + q * 32 + lane, policy);
+            copy_to_shared_wait();
         } else {
+            // Striped, so a warp's accesses stay contiguous at any alignment; 4 loads in flight
+            // per thread bound the registers of this (misaligned or last-tile) path.
+#pragma unroll 4
+            for (int j = 0; j < ITEMS; ++j) {
+                const int e = j * 32 + lane;
+                item(e / ITEMS, e % ITEMS) = warp_first + e < n ? x[warp_first + e] : Op::identity();
+            }
+        }
+        __syncwarp();
+        const Op op{};
+        T acc = Op::identity();
 #pragma unroll
-            for (int k = 0; k < ITEMS; ++k)
-                if (first + k < n) y[first + k] = out[k];
+        for (int q = 0; q < QUADS; ++q) {
+            const Vec chunk = buffer[swizzled(lane * QUADS + q)];
+#pragma unroll
+            for (int e = 0; e < Vec::N; ++e) acc = q == 0 && e == 0 ? chunk.v[0] : op(acc, chunk.v[e]);
+        }
+        return acc;
+    }
+
+    __device__ __forceinline__ void scan_store(T running, long long first, long long n, bool full) const {
+        const int lane = threadIdx.x % 32;
+        const long long warp_first = first - (long long)lane * ITEMS;
+        const Op op{};
+#pragma unroll
+        for (int q = 0; q < QUADS; ++q) {
+            Vec chunk = buffer[swizzled(lane * QUADS + q)];
+#pragma unroll
+            for (int e = 0; e < Vec::N; ++e) {
+                const T before = running;
+                running = op(running, chunk.v[e]);
+                chunk.v[e] = INCLUSIVE ? running : before;
+            }
+            buffer[swizzled(lane * QUADS + q)] = chunk;
+        }
+        __syncwarp();
+        if (VEC && full) {
+            Vec* dst = reinterpret_cast<Vec*>(y + warp_first);
+#pragma unroll
+            for (int q = 0; q < QUADS; ++q) store_stream(dst + q * 32 + lane, buffer[swizzled(q * 32 + lane)]);
+        } else {
+#pragma unroll 4
+            for (int j = 0; j < ITEMS; ++j) {
+                const int e = j * 32 + lane;
+                if (warp_first + e < n) y[warp_first + e] = item(e / ITEMS, e % ITEMS);
+            }
         }
     }
 };
 
 // Segmented: T = (x[i], heads[i] != 0); element 0 always starts a segment. The exclusive
-// output at a segment's head is the operator's identity. Element-wise loads (no transpose).
+// output at a segment's head is the operator's identity. Items in registers, element-wise.
 template <class V, class Op, int ITEMS, bool INCLUSIVE>
 struct SegmentedIO {
     using T = Flagged<V>;
-    using Out = V;
     using ScanOp = Segmented<V, Op>;
     using Vec = vec16<V>;
     static constexpr int BUFFER = 1;
     const V* __restrict__ x;
     const unsigned char* __restrict__ heads;
     V* __restrict__ y;
+    Vec* buffer;  // unused
+    T items[ITEMS];
 
-    __device__ __forceinline__ void load(T (&items)[ITEMS], long long first, long long n, bool, Vec*) const {
+    __device__ __forceinline__ T load_fold(long long first, long long n, bool) {
+        const ScanOp op{};
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
             const long long i = first + k;
             items[k] = i < n ? T{x[i], i == 0 || heads[i] != 0} : ScanOp::identity();
         }
-    }
-    __device__ __forceinline__ V output(T exclusive, T inclusive, T item) const {
-        return INCLUSIVE ? inclusive.v : (item.head ? Op::identity() : exclusive.v);
-    }
-    __device__ __forceinline__ void store(const V (&out)[ITEMS], long long first, long long n, bool, Vec*) const {
+        T acc = items[0];
 #pragma unroll
-        for (int k = 0; k < ITEMS; ++k)
-            if (first + k < n) y[first + k] = out[k];
+        for (int k = 1; k < ITEMS; ++k) acc = op(acc, items[k]);
+        return acc;
+    }
+    __device__ __forceinline__ void scan_store(T running, long long first, long long n, bool) const {
+        const ScanOp op{};
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const T before = running;
+            running = op(running, items[k]);
+            if (first + k < n) y[first + k] = INCLUSIVE ? running.v : (items[k].head ? Op::identity() : before.v);
+        }
     }
 };
 
 template <bool SEGMENTED, class Dense, class Seg> struct pick { using type = Dense; };
 template <class Dense, class Seg> struct pick<true, Dense, Seg> { using type = Seg; };
 
-// Elements per thread: 64 bytes of values (plain) or 32 bytes (segmented pairs), a multiple of
-// 16 bytes so whole tiles stay vector-aligned. primitives.py mirrors this (_items_per_thread).
-template <class V, bool SEGMENTED> __host__ __device__ constexpr int scan_items() { return (SEGMENTED ? 32 : 64) / (int)sizeof(V); }
+// Elements per thread. primitives.py mirrors this (_items_per_thread).
+template <class V, bool SEGMENTED> __host__ __device__ constexpr int scan_items() {
+    return (SEGMENTED ? SCAN_SEGMENTED_THREAD_BYTES : SCAN_THREAD_BYTES) / (int)sizeof(V);
+}
 
 template <class V, class Op, bool INCLUSIVE, bool SEGMENTED, bool VEC>
 using ScanIO = typename pick<SEGMENTED, DenseIO<V, Op, scan_items<V, SEGMENTED>(), INCLUSIVE, VEC>,
                              SegmentedIO<V, Op, scan_items<V, SEGMENTED>(), INCLUSIVE>>::type;
 
-// Fold of the thread's items.
-template <int ITEMS, class T, class ScanOp> __device__ __forceinline__ T thread_fold(const T (&items)[ITEMS], ScanOp op) {
-    T acc = items[0];
+// Lane 0 gets the fold of the warp's 32 values in reverse lane order (lane 31 leftmost): lane k
+// holds the predecessor k + 1 tiles back (within the warp's window), so this is tile order. A
+// balanced pairwise tree, the same whatever the values: part of the ordered association.
+template <class T, class Op> __device__ __forceinline__ T warp_fold_reversed(T v, Op op) {
 #pragma unroll
-    for (int k = 1; k < ITEMS; ++k) acc = op(acc, items[k]);
-    return acc;
+    for (int offset = 1; offset < 32; offset *= 2) v = op(shfl_down(v, offset), v);
+    return v;
 }
 
-// Writes the thread's outputs, given the prefix of everything before its first item.
-template <int ITEMS, class IO, class T, class ScanOp>
-__device__ __forceinline__ void write_items(const IO& io, ScanOp op, const T (&items)[ITEMS], T running,
-                                            long long first, long long n, bool full, typename IO::Vec* buffer) {
-    typename IO::Out out[ITEMS];
+// The look-back of tile `tile` > 0 (every thread of the block calls it; `tile` is the same for
+// all): publishes the tile's inclusive prefix and leaves its exclusive prefix in `tile_prefix`
+// (read it after a barrier). Thread k of the first LOOKBACK_WARPS warps polls the predecessor
+// k + 1 tiles back (in the span being examined); the other warps only meet the barriers.
+// `warp_folds` and `inclusive_lanes` hold LOOKBACK_WARPS entries.
+template <bool ORDERED, class T, class Op>
+__device__ __forceinline__ void look_back(unsigned long long* descriptors, long long tile, unsigned long long epoch,
+                                          T tile_total, Op op, T* warp_folds, unsigned* inclusive_lanes, T& tile_prefix) {
+    using Descriptor = sg::Descriptor<T>;
+    constexpr int SPAN = 32 * LOOKBACK_WARPS;
+    const int slot = threadIdx.x, warp = slot / 32, lane = slot % 32;
+    const bool polls = warp < LOOKBACK_WARPS;
+    if constexpr (ORDERED) {
+        // E_t = fold [P_{t-SPAN}, a_{t-SPAN+1}, ..., a_{t-1}] by the fixed tree (see the top).
+        if (polls) {
+            T value = Op::identity();
+            const long long predecessor = tile - 1 - slot;
+            if (predecessor >= 0) {
+                const unsigned kind = slot == SPAN - 1 ? INCLUSIVE_PREFIX : AGGREGATE;
+                while (!Descriptor::read(descriptors, predecessor, kind, epoch, value)) backoff();
+            }
+            value = warp_fold_reversed(value, op);
+            if (lane == 0) warp_folds[warp] = value;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            T prefix = warp_folds[LOOKBACK_WARPS - 1];  // the farthest window first
 #pragma unroll
-    for (int k = 0; k < ITEMS; ++k) {
-        const T before = running;
-        running = op(running, items[k]);
-        out[k] = io.output(before, running, items[k]);
+            for (int w = LOOKBACK_WARPS - 2; w >= 0; --w) prefix = op(prefix, warp_folds[w]);
+            Descriptor::publish(descriptors, tile, INCLUSIVE_PREFIX, epoch, op(prefix, tile_total));
+            tile_prefix = prefix;
+        }
+    } else {
+        // The nearest inclusive prefix in the span, joined with the aggregates after it; spans
+        // with none are joined whole (their aggregates) and the next span is polled.
+        T prefix = Op::identity();  // thread 0's: the spans examined so far
+        for (long long span_end = tile - 1;; span_end -= SPAN) {
+            T value = Op::identity();
+            if (polls) {
+                const long long predecessor = span_end - slot;
+                bool inclusive = true;  // before tile 0: the identity, as a prefix
+                if (predecessor >= 0) {
+                    for (;;) {
+                        T aggregate;
+                        inclusive = Descriptor::read(descriptors, predecessor, INCLUSIVE_PREFIX, epoch, value);
+                        const bool aggregated = Descriptor::read(descriptors, predecessor, AGGREGATE, epoch, aggregate);
+                        if (inclusive) break;
+                        if (aggregated) {
+                            value = aggregate;
+                            break;
+                        }
+                        backoff();
+                    }
+                }
+                const unsigned lanes = __ballot_sync(FULL_MASK, inclusive);
+                if (lane == 0) inclusive_lanes[warp] = lanes;
+            }
+            __syncthreads();
+            int nearest = SPAN;
+#pragma unroll
+            for (int w = LOOKBACK_WARPS - 1; w >= 0; --w)
+                if (inclusive_lanes[w] != 0u) nearest = 32 * w + __ffs(inclusive_lanes[w]) - 1;
+            if (polls) {
+                if (slot > nearest) value = Op::identity();
+                value = warp_fold_reversed(value, op);
+                if (lane == 0) warp_folds[warp] = value;
+            }
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                T span = warp_folds[LOOKBACK_WARPS - 1];
+#pragma unroll
+                for (int w = LOOKBACK_WARPS - 2; w >= 0; --w) span = op(span, warp_folds[w]);
+                prefix = op(span, prefix);
+            }
+            if (nearest < SPAN) break;
+            __syncthreads();  // warp_folds and inclusive_lanes are rewritten by the next span
+        }
+        if (threadIdx.x == 0) {
+            Descriptor::publish(descriptors, tile, INCLUSIVE_PREFIX, epoch, op(prefix, tile_total));
+            tile_prefix = prefix;
+        }
     }
-    io.store(out, first, n, full, buffer);
 }
 
 }  // namespace sg
 
+// The calling warp's slice of a kernel's shared tile.
+#define SCAN_SHARED_TILE(IO)                                                 \
+    __shared__ typename IO::Vec shared_tile[SCAN_BLOCK / 32][IO::BUFFER];    \
+    typename IO::Vec* const warp_buffer = shared_tile[threadIdx.x / 32]
+
 // Reduce-then-scan, pass 1: totals[b] = fold of tiles [b * tiles_per_chunk, (b + 1) * tiles_per_chunk).
 template <class V, class Op, bool SEGMENTED, bool VEC>
-__global__ void __launch_bounds__(SCAN_BLOCK)
+__global__ void __launch_bounds__(SCAN_BLOCK, SCAN_CHUNKS_PER_SM)
 scan_chunk_totals(const V* __restrict__ x, const unsigned char* __restrict__ heads, const long long n,
                   const long long tiles_per_chunk, typename sg::ScanIO<V, Op, true, SEGMENTED, VEC>::T* __restrict__ totals) {
     using IO = sg::ScanIO<V, Op, true, SEGMENTED, VEC>;
@@ -305,20 +497,20 @@ scan_chunk_totals(const V* __restrict__ x, const unsigned char* __restrict__ hea
     constexpr int ITEMS = sg::scan_items<V, SEGMENTED>();
     constexpr long long TILE = (long long)SCAN_BLOCK * ITEMS;
     __shared__ T scratch[SCAN_BLOCK / 32];
-    __shared__ typename IO::Vec transpose[SCAN_BLOCK / 32][IO::BUFFER];
+    SCAN_SHARED_TILE(IO);
     const ScanOp op{};
     IO io;
     io.x = x;
+    io.buffer = warp_buffer;
     if constexpr (SEGMENTED) io.heads = heads;
     const long long n_tiles = (n + TILE - 1) / TILE;
     const long long first_tile = (long long)blockIdx.x * tiles_per_chunk;
     const long long end_tile = first_tile + tiles_per_chunk < n_tiles ? first_tile + tiles_per_chunk : n_tiles;
     T carry = ScanOp::identity();
     for (long long tile = first_tile; tile < end_tile; ++tile) {
-        T items[ITEMS];
         const long long base = tile * TILE;
-        io.load(items, base + (long long)threadIdx.x * ITEMS, n, base + TILE <= n, transpose[threadIdx.x / 32]);
-        const T tile_total = sg::block_reduce<SCAN_BLOCK>(sg::thread_fold(items, op), op, scratch);
+        const T thread_total = io.load_fold(base + (long long)threadIdx.x * ITEMS, n, base + TILE <= n);
+        const T tile_total = sg::block_reduce<SCAN_BLOCK>(thread_total, op, scratch);
         if (threadIdx.x == 0) carry = op(carry, tile_total);
         __syncthreads();  // scratch is rewritten by the next tile
     }
@@ -347,7 +539,7 @@ scan_totals(typename sg::ScanIO<V, Op, true, SEGMENTED, false>::T* __restrict__ 
 
 // Reduce-then-scan, pass 3: block b scans its chunk of tiles starting from prefixes[b].
 template <class V, class Op, bool INCLUSIVE, bool SEGMENTED, bool VEC>
-__global__ void __launch_bounds__(SCAN_BLOCK)
+__global__ void __launch_bounds__(SCAN_BLOCK, SCAN_CHUNKS_PER_SM)
 scan_chunks(const V* __restrict__ x, const unsigned char* __restrict__ heads, V* __restrict__ y, const long long n,
             const long long tiles_per_chunk,
             const typename sg::ScanIO<V, Op, INCLUSIVE, SEGMENTED, VEC>::T* __restrict__ prefixes) {
@@ -357,45 +549,32 @@ scan_chunks(const V* __restrict__ x, const unsigned char* __restrict__ heads, V*
     constexpr int ITEMS = sg::scan_items<V, SEGMENTED>();
     constexpr long long TILE = (long long)SCAN_BLOCK * ITEMS;
     __shared__ T warp_sums[SCAN_BLOCK / 32];
-    __shared__ typename IO::Vec transpose[SCAN_BLOCK / 32][IO::BUFFER];
+    SCAN_SHARED_TILE(IO);
     const ScanOp op{};
     IO io;
     io.x = x;
     io.y = y;
+    io.buffer = warp_buffer;
     if constexpr (SEGMENTED) io.heads = heads;
     const long long n_tiles = (n + TILE - 1) / TILE;
     const long long first_tile = (long long)blockIdx.x * tiles_per_chunk;
     const long long end_tile = first_tile + tiles_per_chunk < n_tiles ? first_tile + tiles_per_chunk : n_tiles;
-    typename IO::Vec* const buffer = transpose[threadIdx.x / 32];
     T carry = prefixes[blockIdx.x];
     for (long long tile = first_tile; tile < end_tile; ++tile) {
-        T items[ITEMS];
         const long long base = tile * TILE;
         const long long first = base + (long long)threadIdx.x * ITEMS;
         const bool full = base + TILE <= n;
-        io.load(items, first, n, full, buffer);
         T tile_total;
-        const T thread_prefix = sg::block_exclusive_scan<SCAN_BLOCK>(sg::thread_fold(items, op), op, warp_sums, tile_total);
-        sg::write_items(io, op, items, op(carry, thread_prefix), first, n, full, buffer);
+        const T thread_prefix = sg::block_exclusive_scan<SCAN_BLOCK>(io.load_fold(first, n, full), op, warp_sums, tile_total);
+        io.scan_store(op(carry, thread_prefix), first, n, full);
         carry = op(carry, tile_total);
     }
 }
 
 // Single pass with decoupled look-back over the look-back state described at the top (one block
-// per tile: gridDim.x == number of tiles).
-//
-// ORDERED = false: each window of 32 predecessors is folded as a shuffle tree and the windows are
-// joined as they come: exact for integers, timing-dependent rounding for floats.
-// ORDERED = true: bitwise reproducible for floats too. Every inclusive prefix is defined as the
-// strict left fold P_t = (...((a_0 op a_1) op a_2) ... op a_t) of the tile aggregates. A tile that
-// finds P_j at its nearest finished predecessor j folds P_j op a_{j+1} op ... op a_{t-1} left to
-// right, one value at a time; by induction on j that is P_{t-1} exactly, whichever j it found,
-// so the result does not depend on timing. The windows it passes (up to LOOKBACK_WINDOWS) wait in
-// shared memory; past that it polls its farthest window until a prefix appears there.
-constexpr int LOOKBACK_WINDOWS = 8;
-
+// per tile: gridDim.x == number of tiles). ORDERED picks the look-back (see the top and look_back).
 template <class V, class Op, bool INCLUSIVE, bool SEGMENTED, bool VEC, bool ORDERED>
-__global__ void __launch_bounds__(SCAN_BLOCK, SCAN_MIN_BLOCKS)
+__global__ void __launch_bounds__(SCAN_BLOCK, SEGMENTED ? SCAN_SEGMENTED_MIN_BLOCKS : SCAN_MIN_BLOCKS)
 scan_single_pass(const V* __restrict__ x, const unsigned char* __restrict__ heads, V* __restrict__ y, const long long n,
                  unsigned long long* __restrict__ state) {
     using IO = sg::ScanIO<V, Op, INCLUSIVE, SEGMENTED, VEC>;
@@ -405,14 +584,16 @@ scan_single_pass(const V* __restrict__ x, const unsigned char* __restrict__ head
     constexpr int ITEMS = sg::scan_items<V, SEGMENTED>();
     constexpr long long TILE = (long long)SCAN_BLOCK * ITEMS;
     __shared__ T warp_sums[SCAN_BLOCK / 32];
-    __shared__ typename IO::Vec transpose[SCAN_BLOCK / 32][IO::BUFFER];
-    __shared__ T window_values[ORDERED ? LOOKBACK_WINDOWS * 32 : 1];
+    __shared__ T warp_folds[LOOKBACK_WARPS];
+    __shared__ unsigned inclusive_lanes[LOOKBACK_WARPS];
     __shared__ T tile_prefix;
     __shared__ unsigned long long ticket;
+    SCAN_SHARED_TILE(IO);
     const ScanOp op{};
     IO io;
     io.x = x;
     io.y = y;
+    io.buffer = warp_buffer;
     if constexpr (SEGMENTED) io.heads = heads;
     if (threadIdx.x == 0) {
         const unsigned long long taken = atomicAdd(state, 1ull);
@@ -428,78 +609,15 @@ scan_single_pass(const V* __restrict__ x, const unsigned char* __restrict__ head
     const long long base = tile * TILE;
     const long long first = base + (long long)threadIdx.x * ITEMS;
     const bool full = base + TILE <= n;
-    typename IO::Vec* const buffer = transpose[threadIdx.x / 32];
-    T items[ITEMS];
-    io.load(items, first, n, full, buffer);
     T tile_total;
-    const T thread_prefix = sg::block_exclusive_scan<SCAN_BLOCK>(sg::thread_fold(items, op), op, warp_sums, tile_total);
-    const int lane = threadIdx.x % 32;
-    if (threadIdx.x < 32) {
-        if (tile == 0) {
-            if (lane == 0) {
-                Descriptor::publish(descriptors, tile_total, Descriptor::status(epoch, sg::INCLUSIVE_PREFIX));
-                tile_prefix = ScanOp::identity();
-            }
-        } else {
-            if (lane == 0)
-                Descriptor::publish(descriptors + tile * Descriptor::WORDS, tile_total, Descriptor::status(epoch, sg::AGGREGATE));
-            // Look back 32 predecessors at a time; lane 0 is the nearest. Stop at the window
-            // holding the nearest predecessor with an inclusive prefix.
-            T prefix = ScanOp::identity();
-            int window = 0, stop = 0;
-            for (long long window_end = tile - 1;;) {
-                const long long predecessor = window_end - lane;
-                T value = ScanOp::identity();
-                unsigned kind = sg::INCLUSIVE_PREFIX;  // before tile 0: the identity, as a prefix
-                do {
-                    if (predecessor >= 0) kind = Descriptor::read(descriptors + predecessor * Descriptor::WORDS, epoch, value);
-                } while (__any_sync(sg::FULL_MASK, kind == 0));
-                const unsigned done = __ballot_sync(sg::FULL_MASK, kind == sg::INCLUSIVE_PREFIX);
-                if constexpr (ORDERED) {
-                    // The farthest window we keep is polled again until a prefix appears in it.
-                    const bool move_on = !done && window < LOOKBACK_WINDOWS - 1;
-                    if (done || move_on) window_values[window * 32 + lane] = value;
-                    if (done) {
-                        stop = __ffs(done) - 1;
-                        break;
-                    }
-                    if (move_on) {
-                        ++window;
-                        window_end -= 32;
-                    }
-                } else {
-                    const int last = done ? __ffs(done) - 1 : 31;
-                    if (lane > last) value = ScanOp::identity();
-                    // Growing offsets join adjacent ranges; the farther (earlier) range goes left.
-#pragma unroll
-                    for (int offset = 1; offset < 32; offset *= 2) value = op(sg::shfl_down(value, offset), value);
-                    prefix = op(value, prefix);
-                    if (done) break;
-                    window_end -= 32;
-                }
-            }
-            if constexpr (ORDERED) {
-                __syncwarp();
-                if (lane == 0) {
-                    // P_j, then the aggregates after it in tile order: lanes stop-1..0 of the
-                    // farthest window, then every lane (31..0) of each nearer window.
-                    const int farthest = window * 32 + stop;
-                    prefix = window_values[farthest];
-#pragma unroll 8
-                    for (int slot = farthest - 1; slot >= 0; --slot) {
-                        // Slot w * 32 + k is predecessor (w * 32 + k + 1) tiles back: decreasing
-                        // slots walk forward in tile order.
-                        prefix = op(prefix, window_values[slot]);
-                    }
-                }
-            }
-            if (lane == 0) {
-                Descriptor::publish(descriptors + tile * Descriptor::WORDS, op(prefix, tile_total),
-                                    Descriptor::status(epoch, sg::INCLUSIVE_PREFIX));
-                tile_prefix = prefix;
-            }
-        }
+    const T thread_prefix = sg::block_exclusive_scan<SCAN_BLOCK>(io.load_fold(first, n, full), op, warp_sums, tile_total);
+    if (threadIdx.x == 0) {
+        Descriptor::publish(descriptors, tile, sg::AGGREGATE, epoch, tile_total);
+        if (tile == 0) Descriptor::publish(descriptors, tile, sg::INCLUSIVE_PREFIX, epoch, tile_total);
     }
-    __syncthreads();
-    sg::write_items(io, op, items, tile == 0 ? thread_prefix : op(tile_prefix, thread_prefix), first, n, full, buffer);
+    if (tile != 0) {
+        sg::look_back<ORDERED>(descriptors, tile, epoch, tile_total, op, warp_folds, inclusive_lanes, tile_prefix);
+        __syncthreads();
+    }
+    io.scan_store(tile == 0 ? thread_prefix : op(tile_prefix, thread_prefix), first, n, full);
 }

@@ -12,8 +12,10 @@ propagate NaN as NumPy does.
 Reproducibility on the GPU: reductions fold in a fixed order (two launches, no atomics) and are
 bitwise identical run to run on a given device. Integer scans use a single-pass decoupled
 look-back scan (exact). Float scans are bitwise reproducible by default: a single pass whose
-look-back folds the tile totals strictly left to right (an "ordered look-back": every tile's
-prefix is the same sum whatever the timing); :data:`DETERMINISTIC_FLOAT_SCAN` =
+look-back adds the tile totals in a fixed association (an "ordered look-back": tile t's prefix
+is tile t - 256's prefix plus a fixed tree of the 255 tile totals between, the same sum
+whatever the timing; see :func:`sparsegpu.reference.primitives.ordered_lookback_scan`);
+:data:`DETERMINISTIC_FLOAT_SCAN` =
 ``"reduce-then-scan"`` selects the older reproducible path (three launches, x read twice).
 With ``sparsegpu.options(deterministic=False)`` float scans take the plain look-back, whose
 association of predecessors depends on timing, so the last bits can change run to run.
@@ -43,7 +45,11 @@ OPS = ("sum", "min", "max")
 _OP_TYPES = {"sum": "sg::Sum<{V}>", "min": "sg::Min<{V}>", "max": "sg::Max<{V}>"}
 _BOOL = {True: "true", False: "false"}
 
-SCAN_BLOCK = 256  # kernels/scan.cu SCAN_BLOCK
+# kernels/scan.cu's tuning constants that shape results and buffers (tests check they agree).
+SCAN_BLOCK = 256  # SCAN_BLOCK
+SCAN_THREAD_BYTES = 128  # SCAN_THREAD_BYTES: bytes of values per thread, plain scans
+SCAN_SEGMENTED_THREAD_BYTES = 32  # SCAN_SEGMENTED_THREAD_BYTES
+LOOKBACK_WARPS = 8  # LOOKBACK_WARPS: the look-back span is 32 * LOOKBACK_WARPS tiles
 SCAN_CHUNKS_PER_SM = 4  # reduce-then-scan: blocks per SM (all resident), each scanning a range of tiles
 REDUCE_BLOCK = 256  # kernels/reduce.cu REDUCE_BLOCK
 REDUCE_VECS = 4  # 16-byte vectors in flight per thread
@@ -58,9 +64,9 @@ HIST_BLOCKS_PER_SM = 4  # resident at 64 registers per thread, even with 48 KiB 
 HIST_SHARED_BYTES = 48 * 1024  # shared memory a block may use without opting in
 HIST_MAX_PER_BLOCK = 2**31  # a block's 32-bit shared counters never overflow
 #: How float scans stay bitwise reproducible (the default, deterministic mode):
-#: "ordered-lookback" (one pass; the look-back folds its predecessors' values strictly left to
-#: right from the nearest inclusive prefix, which gives the same bits whatever the timing; see
-#: kernels/scan.cu) or "reduce-then-scan" (three launches, x read twice).
+#: "ordered-lookback" (one pass; each tile's prefix is the prefix of the tile 32 * LOOKBACK_WARPS
+#: back plus a fixed tree of the tile totals between, which gives the same bits whatever the
+#: timing; see kernels/scan.cu) or "reduce-then-scan" (three launches, x read twice).
 DETERMINISTIC_FLOAT_SCAN = "ordered-lookback"
 # (segmented, vectorised) variants the scan kernels are built for: vector loads only when plain.
 _SCAN_LAYOUTS = ((False, True), (False, False), (True, False))
@@ -191,7 +197,7 @@ def inclusive_scan(x: Any, *, op: str = "sum") -> Any:
 
     On the GPU, every scan is one pass with decoupled look-back (reads x once, writes y once).
     Integer scans are exact. Float scans are bitwise reproducible by default: the look-back
-    folds the tile totals strictly left to right, so each tile's prefix is the same sum
+    adds the tile totals in a fixed association, so each tile's prefix is the same sum
     whatever the timing. With ``sparsegpu.options(deterministic=False)`` the look-back joins
     its predecessors as they come: the association, and so the last bits, can differ run to
     run. ``DETERMINISTIC_FLOAT_SCAN = "reduce-then-scan"`` makes the default float path the
@@ -260,13 +266,14 @@ def segmented_scan(x: Any, offsets: Any = None, *, flags: Any = None, inclusive:
 
 
 def _items_per_thread(dtype: np.dtype, segmented: bool) -> int:
-    """kernels/scan.cu scan_items: 64 bytes of values per thread (32 for segmented pairs)."""
-    return (32 if segmented else 64) // np.dtype(dtype).itemsize
+    """kernels/scan.cu scan_items: SCAN_THREAD_BYTES of values per thread
+    (SCAN_SEGMENTED_THREAD_BYTES for segmented pairs)."""
+    return (SCAN_SEGMENTED_THREAD_BYTES if segmented else SCAN_THREAD_BYTES) // np.dtype(dtype).itemsize
 
 
 class _LookbackState:
     """The single-pass scan's look-back state on one device and stream (kernels/scan.cu):
-    a control word (epoch, ticket) and the tile descriptors. Zeroed once when allocated; each
+    a control word (epoch, ticket) and two descriptors per tile (aggregate, inclusive prefix). Zeroed once when allocated; each
     launch leaves it ready for the next (new epoch, ticket 0), so no memset per call."""
 
     def __init__(self, words: int) -> None:
@@ -283,12 +290,13 @@ LOOKBACK_LAUNCHES_PER_STATE = 2**29
 
 
 def _lookback_state(n_tiles: int, descriptor_words: int) -> Any:
-    """The current stream's look-back state, with room for ``n_tiles`` descriptors (one per
-    device and stream: launches on one stream run in order, so they can share it)."""
+    """The current stream's look-back state, with room for ``n_tiles`` tiles' two descriptors
+    of ``descriptor_words`` words each (one state per device and stream: launches on one
+    stream run in order, so they can share it)."""
     import cupy
 
     key = (cupy.cuda.runtime.getDevice(), cupy.cuda.get_current_stream().ptr)
-    words = 1 + n_tiles * descriptor_words
+    words = 1 + n_tiles * 2 * descriptor_words
     state = _LOOKBACK_STATES.get(key)
     if state is None or state.words.size < words or state.launches >= LOOKBACK_LAUNCHES_PER_STATE:
         # Grown by powers of two so a run of growing inputs allocates a few times only.

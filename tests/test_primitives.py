@@ -21,8 +21,11 @@ DTYPES = [np.int32, np.int64, np.float32, np.float64]
 OPS = ["sum", "min", "max"]
 UFUNC = {"sum": np.add, "min": np.minimum, "max": np.maximum}
 SMALL_SIZES = [0, 1, 31, 32, 33, 1023]
-# Scan tiles hold 2048 (8-byte) or 4096 (4-byte) elements: one tile exactly, one more or less.
-GPU_SIZES = [0, 1, 31, 32, 33, 1023, 2047, 2048, 2049, 4095, 4096, 4097, 2**20 + 7]
+# Plain scan tiles hold SCAN_BLOCK * SCAN_THREAD_BYTES bytes (4096 8-byte or 8192 4-byte
+# elements): one tile exactly, one more or less, for either size.
+_SCAN_TILE_BYTES = P.SCAN_BLOCK * P.SCAN_THREAD_BYTES
+GPU_SIZES = sorted({0, 1, 31, 32, 33, 1023, 2**20 + 7}
+                   | {_SCAN_TILE_BYTES // size + d for size in (4, 8) for d in (-1, 0, 1)})
 
 
 def random_values(rng, n, dtype, low=-1000, high=1000):
@@ -132,8 +135,70 @@ def test_int32_scan_wraps_like_numpy():
     assert P.inclusive_scan(x).dtype == np.int32
 
 
+def test_scan_constants_mirror_the_kernel():
+    """primitives.py's copies of kernels/scan.cu's shaping constants, and the association
+    twin's defaults, agree with the kernel (the sweep script and tuning edit scan.cu)."""
+    import inspect
+    import re
+
+    from sparsegpu._kernels import kernel_dir
+
+    source = (kernel_dir() / "scan.cu").read_text()
+
+    def constant(name):
+        return int(re.search(rf"constexpr int {name} = (\d+);", source).group(1))
+
+    for name in ("SCAN_BLOCK", "SCAN_THREAD_BYTES", "SCAN_SEGMENTED_THREAD_BYTES", "LOOKBACK_WARPS", "SCAN_CHUNKS_PER_SM"):
+        assert getattr(P, name) == constant(name), name
+    defaults = inspect.signature(twin.ordered_lookback_scan).parameters
+    assert defaults["block"].default == P.SCAN_BLOCK
+    assert defaults["thread_bytes"].default == P.SCAN_THREAD_BYTES
+    assert defaults["span"].default == 32 * P.LOOKBACK_WARPS
+
+
+def tile_prefixes_by_lanes(totals, span):
+    """kernels/scan.cu's ordered look-back as the kernel states it, tile by tile: thread k of
+    the span polls the predecessor k + 1 tiles back (its inclusive prefix for k = span - 1,
+    else its aggregate), each warp folds with shfl_down offsets 1..16 (v = down + v; out-of-range
+    lanes read their own value), thread 0 folds warp span/32 - 1 first, then the nearer ones."""
+    dtype = totals.dtype
+    exclusive = np.zeros_like(totals)
+    inclusive = np.zeros_like(totals)
+    inclusive[0] = totals[0]
+    for t in range(1, totals.size):
+        slots = np.zeros(span, dtype=dtype)
+        for k in range(span):
+            p = t - 1 - k
+            if p >= 0:
+                slots[k] = inclusive[p] if k == span - 1 else totals[p]
+        folds = []
+        for w in range(span // 32):
+            v = slots[32 * w: 32 * w + 32].copy()
+            offset = 1
+            while offset < 32:
+                down = np.concatenate([v[offset:], v[32 - offset:]])  # lanes past 31 keep their own
+                v = down + v
+                offset *= 2
+            folds.append(v[0])
+        acc = folds[-1]
+        for f in reversed(folds[:-1]):
+            acc = dtype.type(acc + f)
+        exclusive[t] = acc
+        inclusive[t] = dtype.type(acc + totals[t])
+    return exclusive
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("n", [0, 1, 33, 2047, 2048, 2049, 4097, 2**20 + 7])
+@pytest.mark.parametrize("span", [32, 64, 256])
+def test_ordered_tile_prefixes_follow_the_kernel(rng, dtype, span):
+    """The vectorised twin of the tile prefixes, bit for bit against the lane-by-lane
+    statement of the kernel, across several rounds of the span (and a ragged last round)."""
+    totals = (rng.standard_normal(3 * span + 5) * 10.0 ** rng.integers(-3, 4, size=3 * span + 5)).astype(dtype)
+    assert_same_bits(twin.ordered_tile_prefixes(totals, span), tile_prefixes_by_lanes(totals, span))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [0, 1, 33, 4095, 4096, 4097, 8193, 2**20 + 7, 2**22 + 3])
 def test_ordered_lookback_twin_is_a_scan(rng, dtype, n):
     """The association twin of the GPU's reproducible float scan is a scan within the bound."""
     x = random_values(rng, n, np.dtype(dtype))

@@ -39,13 +39,19 @@ def exclusive_scan(x: np.ndarray, op: str = "sum") -> np.ndarray:
     return y
 
 
-def ordered_lookback_scan(x: np.ndarray, inclusive: bool = True, block: int = 256) -> np.ndarray:
+def ordered_lookback_scan(x: np.ndarray, inclusive: bool = True, block: int = 256, thread_bytes: int = 128,
+                          span: int = 256) -> np.ndarray:
     """Sum-scan with the exact association of kernels/scan.cu's single pass (``scan_single_pass``,
     plain, ORDERED): bitwise the GPU's default float scan, and its float32 / float64 results
-    on any machine. Tiles of ``block`` threads x 64 bytes of items; per thread a left fold of
-    its items; per warp a Hillis-Steele scan of the thread totals (shuffle-up distances 1, 2,
-    ..., 16); per block the same over the warp totals; tile prefixes the strict left fold of
-    the tile totals; then each thread adds its items one by one. Items past the end are 0.
+    on any machine. The defaults are scan.cu's SCAN_BLOCK, SCAN_THREAD_BYTES and
+    32 * LOOKBACK_WARPS (sparsegpu.primitives mirrors them).
+
+    Tiles of ``block`` threads x ``thread_bytes`` of items; per thread a left fold of its items;
+    per warp a Hillis-Steele scan of the thread totals (shuffle-up distances 1, 2, ..., 16);
+    per block the same over the warp totals, whose last entry is the tile total a_t. Tile
+    prefixes (see :func:`ordered_tile_prefixes`): E_t = fold of [P_{t-span}, a_{t-span+1}, ...,
+    a_{t-1}] by a fixed tree, P_t = E_t + a_t, P_0 = a_0. Then each thread adds its items one by
+    one to E_t + its in-tile prefix (tile 0: to its in-tile prefix). Items past the end are 0.
 
     >>> ordered_lookback_scan(np.array([1.0, 2.0, 3.0])).tolist()
     [1.0, 3.0, 6.0]
@@ -53,7 +59,7 @@ def ordered_lookback_scan(x: np.ndarray, inclusive: bool = True, block: int = 25
     dtype, n = x.dtype, x.size
     if n == 0:
         return x.copy()
-    items = 64 // dtype.itemsize
+    items = thread_bytes // dtype.itemsize
     warps = block // 32
     tile = block * items
     n_tiles = -(-n // tile)
@@ -79,12 +85,49 @@ def ordered_lookback_scan(x: np.ndarray, inclusive: bool = True, block: int = 25
     thread_prefix = before_in_warp.copy()  # warp 0: 0 at lane 0, else the lane before's sum
     thread_prefix[:, 1:, 0] = warp_scan[:, :-1]
     thread_prefix[:, 1:, 1:] = warp_scan[:, :-1, None] + before_in_warp[:, 1:, 1:]
-    tile_prefix = np.add.accumulate(warp_scan[:, -1], dtype=dtype)  # strict left fold
+    tile_prefix = ordered_tile_prefixes(warp_scan[:, -1], span)
     start = thread_prefix.copy()
-    start[1:] = tile_prefix[:-1, None, None] + thread_prefix[1:]
+    start[1:] = tile_prefix[1:, None, None] + thread_prefix[1:]
     running = np.add.accumulate(np.concatenate([start[..., None], values], axis=-1), axis=-1, dtype=dtype)
     out = running[..., 1:] if inclusive else running[..., :-1]
     return np.ascontiguousarray(out).reshape(-1)[:n]
+
+
+def ordered_tile_prefixes(totals: np.ndarray, span: int = 256) -> np.ndarray:
+    """The exclusive tile prefixes E_t of kernels/scan.cu's ordered look-back, from the tile
+    totals a_t (E_0 = 0; the kernel's tile 0 uses none).
+
+    E_t folds the span entries u = [P_{t-span}, a_{t-span+1}, ..., a_{t-1}] (0 before tile 0),
+    with P_s = E_s + a_s and P_0 = a_0: a balanced pairwise tree over each 32 consecutive
+    entries (u_0 + u_1, u_2 + u_3, ..., then pairs of those: one warp's shuffle tree), then
+    those span / 32 results left to right. A tile waits only for P_{t-span}, so the GPU's
+    prefixes advance span tiles per look-back, and the sum is fixed whatever the timing.
+
+    >>> ordered_tile_prefixes(np.array([1.0, 2.0, 3.0, 4.0]), span=32).tolist()
+    [0.0, 1.0, 3.0, 6.0]
+    """
+    dtype, n_tiles = totals.dtype, totals.size
+    exclusive = np.zeros(n_tiles, dtype=dtype)
+    inclusive = np.zeros(n_tiles, dtype=dtype)
+    if n_tiles == 0:
+        return exclusive
+    inclusive[0] = totals[0]
+    shifted = np.concatenate([np.zeros(span, dtype=dtype), totals])  # shifted[s + span] = a_s
+    for first in range(1, n_tiles, span):  # these tiles need only P of earlier rounds
+        tiles = np.arange(first, min(first + span, n_tiles))
+        u = np.empty((tiles.size, span), dtype=dtype)
+        far = tiles - span
+        u[:, 0] = np.where(far >= 0, inclusive[np.maximum(far, 0)], dtype.type(0))
+        u[:, 1:] = shifted[tiles[:, None] + np.arange(1, span)]
+        windows = u.reshape(tiles.size, span // 32, 32)
+        while windows.shape[-1] > 1:
+            windows = windows[..., 0::2] + windows[..., 1::2]
+        e = windows[:, 0, 0].copy()
+        for w in range(1, span // 32):
+            e = e + windows[:, w, 0]
+        exclusive[tiles] = e
+        inclusive[tiles] = e + totals[tiles]
+    return exclusive
 
 
 def segmented_scan(x: np.ndarray, heads: np.ndarray, inclusive: bool = True, op: str = "sum") -> np.ndarray:
