@@ -1,4 +1,5 @@
-// Fused vector steps of the Krylov solvers (CG, BiCGSTAB), one template family krylov_step<V, OP>.
+// Fused vector steps of the Krylov solvers (CG, BiCGSTAB, MINRES), one template family
+// krylov_step<V, OP>.
 //
 // A CG iteration is three launches: the operator's product with p.q in its epilogue
 // (SparseMatrix.spmv_dot writes it to sc[PQ]), CG_UPDATE (alpha = rho / p.q computed by every
@@ -22,6 +23,16 @@
 // (BI_XR still finishes a BiCGSTAB half step), so iterations launched after convergence or
 // breakdown leave x, r and the scalars exactly as they were at the first converged step.
 //
+// MINRES (SciPy's minres, Paige-Saunders) is three steps after the operator's product q = A v:
+// MR_LANCZOS (q -= shift v + (beta / oldb) r1; alfa = v.q), MR_RESIDUAL (r1 = r2 and
+// r2 = q - (alfa / beta) r2 in one pass; r2.(dinv r2) reduced, or MR_RZ reduces r2.z after a
+// general preconditioner z = M r2) and MR_UPDATE (w1, w2, w = (v - oldeps w1 - delta w2) denom,
+// x += phi w, the next v = z / beta, and x.x reduced). The epilogue of the beta reduction runs
+// SciPy's whole scalar recurrence (the Givens rotation, phi and phibar, the Anorm and Acond
+// estimates); the epilogue of x.x runs its stopping tests (istop) and sets the status. The
+// vectors keep fixed buffers (the r1 <- r2 and w1 <- w2 <- w shifts are copies inside the
+// passes), so a CUDA graph of any number of iterations replays correctly.
+//
 // The NumPy twin is sparsegpu/reference/krylov.py (same op codes, slots and arguments).
 #include "common.cuh"
 
@@ -31,36 +42,54 @@ constexpr int BLOCK = 256;
 
 // Scalar slots (double sc[SLOTS]); see sparsegpu/linalg/_fused.py.
 // PQ: p.A p, written by the operator's spmv_dot just before CG_UPDATE reads it.
-enum Slot { ATOL = 0, RHO = 1, ALPHA = 2, BETA = 3, OMEGA = 4, RNORM = 5, RHOTOL = 6, PQ = 7, SLOTS = 8 };
+// MR_*: MINRES's scalars, named as in SciPy's minres (MR_BETA1 = beta1, MR_ATOL the optional
+// absolute test on phibar that SciPy lacks, MR_EPS the working dtype's machine epsilon).
+enum Slot { ATOL = 0, RHO = 1, ALPHA = 2, BETA = 3, OMEGA = 4, RNORM = 5, RHOTOL = 6, PQ = 7,
+            MR_BETA1 = 8, MR_BETA = 9, MR_OLDB = 10, MR_ALFA = 11, MR_DBAR = 12, MR_EPSLN = 13,
+            MR_OLDEPS = 14, MR_DELTA = 15, MR_PHI = 16, MR_PHIBAR = 17, MR_DENOM = 18, MR_CS = 19,
+            MR_SN = 20, MR_ROOT = 21, MR_TNORM2 = 22, MR_ANORM = 23, MR_GMAX = 24, MR_GMIN = 25,
+            MR_RHS1 = 26, MR_RHS2 = 27, MR_SHIFT = 28, MR_RTOL = 29, MR_EPS = 30, MR_ATOL = 31,
+            MR_YNORM = 32, MR_ACOND = 33, SLOTS = 34 };
 // Integer slots (long long st[]): status, completed iterations, iteration limit, the length of
 // the `history` ring the host drains after every batch of iterations, and PENDING: CG's x
-// update of the last CG_UPDATE is still to be done by CG_P.
-enum Word { STATUS = 0, COUNT = 1, MAXITER = 2, HISTCAP = 3, PENDING = 4 };
+// update of the last CG_UPDATE is still to be done by CG_P. MR_ISTOP: SciPy's minres istop.
+enum Word { STATUS = 0, COUNT = 1, MAXITER = 2, HISTCAP = 3, PENDING = 4, MR_ISTOP = 5 };
 // Status codes; negative ones are breakdowns and become the solver's info. LIMIT: the
 // iteration limit was reached (info = maxiter); it freezes the steps like the others, so the
 // host may launch whole batches past maxiter.
 enum Status {
     RUNNING = 0, CONVERGED = 1, HALF_PENDING = 2, CONVERGED_HALF = 3, LIMIT = 4,
     NONFINITE = -1, RHO_BREAKDOWN = -10, DENOMINATOR_BREAKDOWN = -11,
+    NOT_SYMMETRIC = -12,  // MINRES: r2.M r2 < 0 (SciPy raises ValueError('non-symmetric matrix'))
 };
 // Op codes. flag bit 0: the preconditioner is the inverse diagonal `dinv` (fused);
 // flag bit 1 (CG_UPDATE): the start step (no update, no count); flag bit 2 (CG_UPDATE): a
-// general preconditioner follows, rho comes later from CG_RHO.
+// general preconditioner follows, rho comes later from CG_RHO (MR_RESIDUAL: beta from MR_RZ);
+// FLAG_START (MR_UPDATE): only v = (1 / beta1) z, before the first iteration.
 enum Op { DOT = 0, CG_UPDATE = 1, CG_RHO = 2, CG_P = 3,
-          BI_START = 4, BI_P = 5, BI_ALPHA = 6, BI_S = 7, BI_OMEGA = 8, BI_XR = 9 };
+          BI_START = 4, BI_P = 5, BI_ALPHA = 6, BI_S = 7, BI_OMEGA = 8, BI_XR = 9,
+          MR_LANCZOS = 10, MR_RESIDUAL = 11, MR_RZ = 12, MR_UPDATE = 13 };
 enum Flag { FLAG_DINV = 1, FLAG_START = 2, FLAG_LATE_RHO = 4 };
 
 // Blocks resident per SM that the launch grid assumes (sparsegpu/linalg/_fused.py BLOCKS_PER_SM):
 // the register budget is held to 32 so that all 8 fit and the grid runs in one wave, except for
-// BI_XR, whose six vectors would spill at 32 (6 blocks: 40 registers, as before).
+// BI_XR, whose six vectors would spill at 32 (6 blocks: 40 registers, as before), MINRES's
+// MR_RESIDUAL and MR_RZ, whose epilogue (the scalar recurrence) would spill at 32 (6 blocks),
+// and MR_UPDATE (six vectors, five coefficients: 5 blocks, 48 registers, its loop not unrolled).
 template <int OP> struct min_blocks { static constexpr int value = 8; };
 template <> struct min_blocks<BI_XR> { static constexpr int value = 6; };
+template <> struct min_blocks<MR_RESIDUAL> { static constexpr int value = 6; };
+template <> struct min_blocks<MR_RZ> { static constexpr int value = 6; };
+template <> struct min_blocks<MR_UPDATE> { static constexpr int value = 5; };
 
 template <int OP> struct reductions { static constexpr int value = 2; };
 template <> struct reductions<CG_P> { static constexpr int value = 0; };
 template <> struct reductions<BI_P> { static constexpr int value = 0; };
 
 __device__ __forceinline__ bool finite(double v) { return isfinite(v); }
+// NaN and infinity without math_constants.h (NVRTC compiles this file without system headers).
+__device__ __forceinline__ double quiet_nan() { return __longlong_as_double(0x7ff8000000000000LL); }
+__device__ __forceinline__ double infinity() { return __longlong_as_double(0x7ff0000000000000LL); }
 
 // The residual norm after `at` iterations, into the ring the host drains (null: not asked).
 __device__ __forceinline__ void record(double* history, const long long* st, long long at, double rnorm) {
@@ -93,6 +122,71 @@ __device__ __forceinline__ void bicgstab_top(double rr, double rho_new, double* 
         sc[OMEGA] = 0.0;
     }
     sc[RHO] = rho_new;
+}
+
+// MINRES after the beta reduction (SciPy's minres from `oldb = beta` to `rhs2 = -epsln * z`,
+// then Anorm): one iteration completed, the Lanczos coefficients checked, the previous Givens
+// rotation applied, the next one computed. beta2 = r2.(M r2).
+__device__ __forceinline__ void minres_rotate(double beta2, double* sc, long long* st, double* history) {
+    st[COUNT] += 1;
+    const double alfa = sc[MR_ALFA], oldb = sc[MR_BETA];
+    if (!finite(alfa) || !finite(beta2)) { st[STATUS] = NONFINITE; record(history, st, st[COUNT], quiet_nan()); return; }
+    if (beta2 < 0.0) { st[STATUS] = NOT_SYMMETRIC; record(history, st, st[COUNT], quiet_nan()); return; }
+    const double beta = sqrt(beta2), eps = sc[MR_EPS];
+    sc[MR_OLDB] = oldb;
+    sc[MR_BETA] = beta;
+    sc[MR_TNORM2] += alfa * alfa + oldb * oldb + beta * beta;
+    if (st[COUNT] == 1 && beta / sc[MR_BETA1] <= 10.0 * eps) st[MR_ISTOP] = -1;  // terminate later
+    const double cs = sc[MR_CS], sn = sc[MR_SN], dbar = sc[MR_DBAR], phibar = sc[MR_PHIBAR];
+    sc[MR_OLDEPS] = sc[MR_EPSLN];
+    const double delta = cs * dbar + sn * alfa;
+    const double gbar = sn * dbar - cs * alfa;
+    const double epsln = sn * beta;
+    const double dbar_next = -cs * beta;
+    sc[MR_ROOT] = sqrt(gbar * gbar + dbar_next * dbar_next);  // numpy.linalg.norm([gbar, dbar])
+    const double gamma = fmax(sqrt(gbar * gbar + beta * beta), eps);
+    const double cs_next = gbar / gamma, sn_next = beta / gamma;
+    sc[MR_PHI] = cs_next * phibar;
+    sc[MR_PHIBAR] = sn_next * phibar;
+    sc[MR_DENOM] = 1.0 / gamma;
+    sc[MR_DELTA] = delta;
+    sc[MR_EPSLN] = epsln;
+    sc[MR_DBAR] = dbar_next;
+    sc[MR_CS] = cs_next;
+    sc[MR_SN] = sn_next;
+    sc[MR_GMAX] = fmax(sc[MR_GMAX], gamma);
+    sc[MR_GMIN] = fmin(sc[MR_GMIN], gamma);
+    const double z = sc[MR_RHS1] / gamma;
+    sc[MR_RHS1] = sc[MR_RHS2] - delta * z;
+    sc[MR_RHS2] = -epsln * z;
+    sc[MR_ANORM] = sqrt(sc[MR_TNORM2]);
+    sc[RNORM] = sc[MR_PHIBAR];
+    record(history, st, st[COUNT], sc[MR_PHIBAR]);
+}
+
+// MINRES after the x.x reduction: SciPy's norm estimates and stopping tests, in its order (a
+// later test overrides an earlier one), then the status that freezes the following steps.
+__device__ __forceinline__ void minres_tests(double xx, double* sc, long long* st) {
+    const double anorm = sc[MR_ANORM], ynorm = sqrt(xx), eps = sc[MR_EPS], rnorm = sc[MR_PHIBAR];
+    const double epsx = anorm * ynorm * eps;
+    const double test1 = (ynorm == 0.0 || anorm == 0.0) ? infinity() : rnorm / (anorm * ynorm);
+    const double test2 = anorm == 0.0 ? infinity() : sc[MR_ROOT] / anorm;
+    const double acond = sc[MR_GMAX] / sc[MR_GMIN];
+    sc[MR_YNORM] = ynorm;
+    sc[MR_ACOND] = acond;
+    long long istop = st[MR_ISTOP];
+    if (istop == 0) {
+        if (1.0 + test2 <= 1.0) istop = 2;
+        if (1.0 + test1 <= 1.0) istop = 1;
+        if (st[COUNT] >= st[MAXITER]) istop = 6;
+        if (acond >= 0.1 / eps) istop = 4;
+        if (epsx >= sc[MR_BETA1]) istop = 3;
+        if (test2 <= sc[MR_RTOL]) istop = 2;
+        if (test1 <= sc[MR_RTOL]) istop = 1;
+        if (rnorm <= sc[MR_ATOL]) istop = 1;  // the atol extension (0 by default: SciPy's tests)
+        st[MR_ISTOP] = istop;
+    }
+    if (istop != 0) st[STATUS] = istop == 6 ? LIMIT : CONVERGED;  // info maxiter, else 0
 }
 
 // A quotient that must be finite and have a nonzero denominator, else a breakdown status.
@@ -140,6 +234,18 @@ __device__ __forceinline__ void epilogue(const double* s, const int flag, double
         st[COUNT] += 1;
         if (st[STATUS] == HALF_PENDING) { st[STATUS] = CONVERGED_HALF; return; }
         bicgstab_top(s[0], s[1], sc, st, history);
+    } else if (OP == MR_LANCZOS) {
+        sc[MR_ALFA] = s[0];
+    } else if (OP == MR_RESIDUAL) {
+        if (!(flag & FLAG_LATE_RHO)) minres_rotate((flag & FLAG_DINV) ? s[1] : s[0], sc, st, history);
+    } else if (OP == MR_RZ) {
+        minres_rotate(s[0], sc, st, history);
+    } else if (OP == MR_UPDATE) {
+        if (flag & FLAG_START) {
+            record(history, st, 0, sc[MR_PHIBAR]);  // phibar = beta1 before the first iteration
+            return;
+        }
+        minres_tests(s[0], sc, st);
     }
 }
 
@@ -147,11 +253,35 @@ __device__ __forceinline__ void epilogue(const double* s, const int flag, double
 // The step's coefficients, loaded once per thread: the vectors carry no __restrict__, so a
 // load of sc inside the loop could not be hoisted past the stores.
 // CG_UPDATE computes alpha = rho / p.q itself (the product's epilogue left p.q in sc[PQ]).
+// MINRES's coefficients in m (see minres_coefficients); with_r1: MR_LANCZOS subtracts the
+// (beta / oldb) r1 term (from the second iteration on, as SciPy's `if itn >= 2`).
 template <class V> struct Coefficients {
     V alpha, beta, omega;
+    V m[5] = {V(0), V(0), V(0), V(0), V(0)};
+    bool with_r1 = false;
     __device__ Coefficients(const double* sc, double cg_alpha)
         : alpha(V(cg_alpha)), beta(V(sc[BETA])), omega(V(sc[OMEGA])) {}
 };
+
+// The scalars of a MINRES step, rounded to V once as SciPy's scalar * array expressions are.
+// MR_LANCZOS: shift, beta / oldb. MR_RESIDUAL: alfa / beta (the beta before this iteration's).
+// MR_UPDATE: oldeps, delta, denom, phi, 1 / beta (SciPy's `s = 1.0 / beta; v = s * y`).
+template <class V, int OP>
+__device__ __forceinline__ void minres_coefficients(Coefficients<V>& k, const double* sc, const long long* st) {
+    if (OP == MR_LANCZOS) {
+        k.m[0] = V(sc[MR_SHIFT]);
+        k.with_r1 = st[COUNT] > 0;
+        if (k.with_r1) k.m[1] = V(sc[MR_BETA] / sc[MR_OLDB]);
+    } else if (OP == MR_RESIDUAL) {
+        k.m[0] = V(sc[MR_ALFA] / sc[MR_BETA]);
+    } else if (OP == MR_UPDATE) {
+        k.m[0] = V(sc[MR_OLDEPS]);
+        k.m[1] = V(sc[MR_DELTA]);
+        k.m[2] = V(sc[MR_DENOM]);
+        k.m[3] = V(sc[MR_PHI]);
+        k.m[4] = V(1.0 / sc[MR_BETA]);
+    }
+}
 
 // half: BI_XR finishes a half step (x only); CG_P does only its pending x update (p frozen).
 // pending: CG_P adds alpha p to x.
@@ -206,6 +336,33 @@ __device__ __forceinline__ void element(long long i, V* a, V* b, V* c, V* d, V* 
             acc[0] += double(r) * double(r);
             acc[1] += double(f[i]) * double(r);
         }
+    } else if (OP == MR_LANCZOS) {  // a = q (A v in, y out), b = v, c = r1: y = q - shift v - (beta/oldb) r1; v.y
+        const V v = b[i];
+        V y = a[i] - k.m[0] * v;
+        if (k.with_r1) y = y - k.m[1] * c[i];
+        a[i] = y;
+        acc[0] += double(v) * double(y);
+    } else if (OP == MR_RESIDUAL) {  // a = r1, b = r2, c = y: r1 = r2; r2 = y - (alfa/beta) r2; r2.r2, r2.dinv.r2
+        const V r_old = b[i];
+        const V r = c[i] - k.m[0] * r_old;
+        a[i] = r_old;
+        b[i] = r;
+        acc[0] += double(r) * double(r);
+        if (flag & FLAG_DINV) acc[1] += double(r) * double(dinv[i] * r);
+    } else if (OP == MR_RZ) {  // a = r2, b = z = M r2: r2.z
+        acc[0] += double(a[i]) * double(b[i]);
+    } else if (OP == MR_UPDATE) {  // a = x, b = v, c = w1, d = w2 (in: w2, w), e = z (or r2 with dinv)
+        const V z = (flag & FLAG_DINV) ? dinv[i] * e[i] : e[i];
+        if (!(flag & FLAG_START)) {
+            const V w2 = d[i];
+            const V w = (b[i] - k.m[0] * c[i] - k.m[1] * w2) * k.m[2];
+            c[i] = w2;
+            d[i] = w;
+            const V x = a[i] + k.m[3] * w;
+            a[i] = x;
+            acc[0] += double(x) * double(x);
+        }
+        b[i] = k.m[4] * z;  // the next iteration's v
     }
 }
 
@@ -239,11 +396,19 @@ krylov_step(const long long n, V* a, V* b, V* c, V* d, V* e, V* f, const V* dinv
         }
         cg_alpha = rho / pq;
     }
-    const Coefficients<V> k(sc, OP == CG_UPDATE ? cg_alpha : sc[ALPHA]);
+    Coefficients<V> k(sc, OP == CG_UPDATE ? cg_alpha : sc[ALPHA]);
+    minres_coefficients<V, OP>(k, sc, st);
     double acc[2] = {0.0, 0.0};
     const long long stride = (long long)gridDim.x * BLOCK;
-    for (long long i = (long long)blockIdx.x * BLOCK + threadIdx.x; i < n; i += stride)
-        element<V, OP>(i, a, b, c, d, e, f, dinv, flag, k, half, pending, acc);
+    if (OP == MR_UPDATE) {
+        // Unrolled, this loop would spill in double even at 48 registers.
+#pragma unroll 1
+        for (long long i = (long long)blockIdx.x * BLOCK + threadIdx.x; i < n; i += stride)
+            element<V, OP>(i, a, b, c, d, e, f, dinv, flag, k, half, pending, acc);
+    } else {
+        for (long long i = (long long)blockIdx.x * BLOCK + threadIdx.x; i < n; i += stride)
+            element<V, OP>(i, a, b, c, d, e, f, dinv, flag, k, half, pending, acc);
+    }
     if (OP == CG_P && pending) {
         // Clear PENDING once every block has read it: the last block to take a ticket does.
         __syncthreads();

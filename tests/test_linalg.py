@@ -473,6 +473,128 @@ def test_bad_input(method):
         solver(S.astype(np.complex128), b)
 
 
+# --------------------------------------------------------------------------- MINRES on the fused steps
+
+
+MINRES_PRECONDITIONERS = [None, "jacobi", "block2"]
+
+
+@pytest.mark.parametrize("precond", MINRES_PRECONDITIONERS)
+def test_minres_check_interval_never_changes_the_result(precond, rng):
+    """Batches of k iterations (frozen after istop) give bitwise the x, info and iteration
+    count of checking every iteration, also when maxiter ends the solve."""
+    S = indefinite(14)
+    b = rng.standard_normal(S.shape[0])
+    M = our_preconditioner(precond, poisson2d(14)) if precond else None  # SPD preconditioners
+    for maxiter in (None, 13, 1, 0):
+        want = solve(S, b, method="minres", rtol=1e-9, maxiter=maxiter, M=M, check_every=1)
+        for every in (3, 5, 64):
+            got = solve(S, b, method="minres", rtol=1e-9, maxiter=maxiter, M=M, check_every=every)
+            assert (got.info, got.iterations) == (want.info, want.iterations), (maxiter, every)
+            assert np.array_equal(got.x, want.x), (maxiter, every)
+        if maxiter is not None:
+            assert want.iterations == maxiter and want.info == maxiter  # SciPy: info 0 for maxiter 0
+            x_ref, info_ref = sla.minres(S, b, rtol=1e-9, maxiter=maxiter,
+                                         M=scipy_preconditioner(precond, poisson2d(14)))
+            assert info_ref == maxiter
+            np.testing.assert_allclose(want.x, x_ref, rtol=1e-9, atol=1e-12 * max(1.0, np.abs(x_ref).max()))
+
+
+@pytest.mark.parametrize("options", [{"shift": 0.3}, {"x0": "random"}, {"shift": -0.5, "x0": "random"},
+                                     {"M": "block2"}])
+def test_minres_shift_x0_and_general_preconditioner_match_scipy(options, rng):
+    S = poisson2d(15)
+    b = rng.standard_normal(S.shape[0])
+    ours, theirs = dict(options), dict(options)
+    if options.get("x0") == "random":
+        ours["x0"] = theirs["x0"] = rng.standard_normal(S.shape[0])
+    if "M" in options:
+        ours["M"], theirs["M"] = our_preconditioner("block2", S), scipy_preconditioner("block2", S)
+    x_ref, info_ref, its_ref = counting(sla.minres, S, b, rtol=1e-9, **theirs)
+    x, info, its = counting(minres, S, b, rtol=1e-9, **ours)
+    assert info == info_ref == 0 and abs(its - its_ref) <= 1
+    np.testing.assert_allclose(x, x_ref, rtol=1e-7, atol=1e-9 * np.abs(x_ref).max())
+
+
+def test_minres_istop_cases_match_scipy():
+    # A multiple of the identity: beta2 = 0, istop -1, one iteration, x exact (info 0).
+    A = sp.csr_array(3.0 * sp.eye_array(5))
+    b = np.arange(1.0, 6.0)
+    x_ref, info_ref, its_ref = counting(sla.minres, A, b)
+    x, info, its = counting(minres, A, b)
+    assert info == info_ref == 0 and its == its_ref == 1
+    np.testing.assert_allclose(x, x_ref, rtol=1e-15)
+    # maxiter = 0: SciPy returns x0 with info 0.
+    S = poisson2d(4)
+    x, info = minres(S, np.ones(16), maxiter=0)
+    assert (info, sla.minres(S, np.ones(16), maxiter=0)[1]) == (0, 0) and not x.any()
+    # An indefinite preconditioner: r2.M r2 < 0 at the first iteration; SciPy raises.
+    d = np.ones(16)
+    d[15] = -1e3
+    b = np.ones(16)
+    b[15] = 0.0
+    for solver in (sla.minres, minres):
+        with pytest.raises(ValueError, match="non-symmetric matrix"):
+            solver(S, b, M=sp.diags_array(d))
+    # The same through the fused Jacobi path (a negative diagonal entry).
+    T = sp.csr_array(poisson2d(6) - sp.diags_array(np.where(np.arange(36) == 7, 10.0, 0.0)))
+    with pytest.raises(ValueError, match="non-symmetric matrix"):
+        minres(T, np.ones(36), M=jacobi(T))
+
+
+def test_minres_history_is_the_phibar_estimate(rng):
+    S = indefinite(12)
+    b = rng.standard_normal(S.shape[0])
+    result = solve(S, b, method="minres", rtol=1e-8, history=True, check_every=4)
+    assert result.info == 0 and len(result.history) == result.iterations
+    assert all(later <= earlier * (1 + 1e-12) for earlier, later in zip(result.history, result.history[1:]))
+    assert result.history[-1] <= result.history[0] < np.linalg.norm(b)
+
+
+def _minres_state(n, rng):
+    """Vectors and scalars of a MINRES iteration in flight (random, beta and oldb > 0)."""
+    sc, st = _workspace(maxiter=50, count=3, history=8)
+    values = rng.standard_normal(twin.SLOTS)
+    for slot in range(twin.MR_BETA1, twin.SLOTS):
+        sc[slot] = values[slot]
+    for slot in (twin.MR_BETA1, twin.MR_BETA, twin.MR_OLDB, twin.MR_TNORM2, twin.MR_GMIN, twin.MR_EPS):
+        sc[slot] = abs(sc[slot]) + 0.5
+    sc[twin.MR_EPS] = np.finfo(np.float64).eps
+    sc[twin.MR_RTOL], sc[twin.MR_ATOL] = 1e-12, 0.0
+    return [rng.standard_normal(n) for _ in range(6)], (rng.random(n) + 0.5), sc, st
+
+
+def test_twin_minres_steps_are_frozen_after_istop(rng):
+    """Every MINRES step leaves vectors and scalars alone once the status is not RUNNING."""
+    vecs, dinv, sc, st = _minres_state(7, rng)
+    st[twin.STATUS] = twin.CONVERGED
+    before = [v.copy() for v in vecs], sc.copy(), st.copy()
+    for op, flag in ((twin.MR_LANCZOS, 0), (twin.MR_RESIDUAL, twin.FLAG_DINV), (twin.MR_RZ, 0),
+                     (twin.MR_UPDATE, twin.FLAG_DINV)):
+        twin.krylov_step(op, 7, *vecs, dinv, flag, sc, st)
+    for got, want in zip(vecs, before[0]):
+        assert np.array_equal(got, want)
+    assert np.array_equal(sc, before[1]) and np.array_equal(st, before[2])
+
+
+def test_twin_minres_steps_by_hand(rng):
+    vecs, dinv, sc, st = _minres_state(5, rng)
+    q, v, r1 = (x.copy() for x in vecs[:3])
+    twin.krylov_step(twin.MR_LANCZOS, 5, *vecs, dinv, 0, sc, st)
+    y = q - sc[twin.MR_SHIFT] * v - (sc[twin.MR_BETA] / sc[twin.MR_OLDB]) * r1
+    np.testing.assert_allclose(vecs[0], y, rtol=1e-14)
+    assert sc[twin.MR_ALFA] == pytest.approx(v @ y, rel=1e-13)
+    r2 = vecs[1].copy()
+    beta = sc[twin.MR_BETA]
+    twin.krylov_step(twin.MR_RESIDUAL, 5, vecs[2], vecs[1], vecs[0], None, None, None, dinv, twin.FLAG_DINV, sc, st)
+    new_r2 = y - (sc[twin.MR_ALFA] / beta) * r2
+    np.testing.assert_array_equal(vecs[2], r2)  # r1 = r2
+    np.testing.assert_allclose(vecs[1], new_r2, rtol=1e-14)
+    assert st[twin.COUNT] == 4 and sc[twin.MR_OLDB] == beta
+    assert sc[twin.MR_BETA] == pytest.approx(np.sqrt(new_r2 @ (dinv * new_r2)), rel=1e-13)
+    assert sc[twin.RNORM] == sc[twin.MR_PHIBAR]
+
+
 # --------------------------------------------------------------------------- GPU
 
 
@@ -631,3 +753,115 @@ def test_gpu_cg_fused_product_matches_twin(rng):
         np.testing.assert_allclose(got.x, ref.x, rtol=1e-7, atol=1e-9 * np.abs(ref.x).max())
         again = solve(A, b, rtol=1e-10, history=True)
         assert np.array_equal(again.x, got.x) and again.history == got.history  # reproducible
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 255, 70_001])
+@pytest.mark.parametrize("op", [twin.MR_LANCZOS, twin.MR_RESIDUAL, twin.MR_RZ, twin.MR_UPDATE])
+@pytest.mark.parametrize("flag", [0, twin.FLAG_DINV, twin.FLAG_LATE_RHO, twin.FLAG_START | twin.FLAG_DINV])
+def test_fused_minres_step_matches_twin(op, n, dtype, flag, rng):
+    import cupy as cp
+
+    from sparsegpu.linalg._fused import FusedWorkspace
+
+    vecs, dinv, sc, st = _minres_state(n, rng)
+    vecs = [v.astype(dtype) for v in vecs]
+    dinv = dinv.astype(dtype)
+    ws = FusedWorkspace("gpu", n, np.dtype(dtype), 1e-3, 50, history_ring=8)
+    ws.sc[...] = cp.asarray(sc)
+    ws.st[...] = cp.asarray(st)
+    device = [cp.asarray(v) for v in vecs]
+    host_hist = np.full(8, np.nan)
+    ws.step(op, *device, dinv=cp.asarray(dinv), flag=flag)
+    twin.krylov_step(op, n, *vecs, dinv, flag, sc, st, host_hist)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for got, want in zip(device, vecs):
+        np.testing.assert_allclose(to_numpy(got), want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(to_numpy(ws.sc), sc, rtol=1e-9 if dtype == np.float64 else 1e-4, atol=1e-300)
+    np.testing.assert_array_equal(to_numpy(ws.st), st)
+    np.testing.assert_allclose(to_numpy(ws.history), host_hist, rtol=1e-9 if dtype == np.float64 else 1e-4)
+    assert int(ws.counter[0]) == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precond", MINRES_PRECONDITIONERS)
+@pytest.mark.parametrize("problem", ["poisson", "indefinite"])
+@pytest.mark.parametrize("fmt", ["csr", "ell"])
+def test_gpu_minres_matches_twin_and_scipy(precond, problem, fmt, rng):
+    """MINRES on the GPU against the CPU twin (the same steps) and SciPy."""
+    S = poisson2d(30) if problem == "poisson" else indefinite(30)
+    b = rng.standard_normal(S.shape[0])
+    P = poisson2d(30)  # SPD preconditioners for both problems
+    M = our_preconditioner(precond, P)
+    kw = {"rtol": 1e-8}
+    ref = solve(sparsegpu.from_scipy(S, backend="cpu"), b, method="minres", M=M, history=True, **kw)
+    got = solve(sparsegpu.from_scipy(S, format=fmt, backend="gpu"), b, method="minres", M=M, history=True, **kw)
+    x_ref, info_ref, its_ref = counting(sla.minres, S, b, M=scipy_preconditioner(precond, P), **kw)
+    assert got.info == ref.info == info_ref == 0
+    # The summation order of dots and SpMV moves the stop on the indefinite system (as on the CPU).
+    slack = 0 if problem == "poisson" else max(4, its_ref // 25)
+    assert abs(got.iterations - ref.iterations) <= slack
+    assert abs(got.iterations - its_ref) <= (1 if problem == "poisson" else max(4, its_ref // 25))
+    np.testing.assert_allclose(got.history[:10], ref.history[:10], rtol=1e-8)
+    np.testing.assert_allclose(got.x, ref.x, rtol=1e-5, atol=1e-5 * np.abs(ref.x).max())
+    np.testing.assert_allclose(got.x, x_ref, rtol=1e-5, atol=1e-5 * np.abs(x_ref).max())
+    again = solve(sparsegpu.from_scipy(S, format=fmt, backend="gpu"), b, method="minres", M=M, history=True, **kw)
+    assert np.array_equal(again.x, got.x) and again.history == got.history  # reproducible
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precond", MINRES_PRECONDITIONERS)
+def test_gpu_minres_batches_graphs_and_pipelining_never_change_the_result(precond, rng):
+    import cupy as cp
+
+    from sparsegpu.linalg import _fused
+
+    S = indefinite(30)
+    b = cp.asarray(rng.standard_normal(S.shape[0]))
+    A = sparsegpu.from_scipy(S, backend="gpu")
+    M = our_preconditioner(precond, poisson2d(30))
+    for maxiter in (None, 13, 1, 0):
+        saved = _fused.USE_CUDA_GRAPHS
+        _fused.USE_CUDA_GRAPHS = False
+        try:
+            want = _gpu_runs("minres", A, b, M, rtol=1e-9, maxiter=maxiter, check_every=1)
+        finally:
+            _fused.USE_CUDA_GRAPHS = saved
+        if maxiter is not None:
+            assert want[1:] == (maxiter, maxiter)
+        for every in (2, 3, 5, 16):
+            got = _gpu_runs("minres", A, b, M, rtol=1e-9, maxiter=maxiter, check_every=every)
+            assert got[1:] == want[1:], (maxiter, every)
+            assert np.array_equal(got[0], want[0]), (maxiter, every)
+    calls = []
+    x, info = minres(A, b, rtol=1e-9, M=M, callback=lambda xk: calls.append(isinstance(xk, cp.ndarray)))
+    want = _gpu_runs("minres", A, b, M, rtol=1e-9, check_every=1)
+    assert info == 0 and len(calls) == want[2] and all(calls)
+    assert np.array_equal(to_numpy(x), want[0])
+
+
+@pytest.mark.gpu
+def test_gpu_minres_breakdowns_and_istop():
+    import cupy as cp
+
+    nan_matrix = sparsegpu.from_scipy(sp.csr_array(np.array([[2.0, np.nan], [np.nan, 2.0]])), backend="gpu")
+    x, info = minres(nan_matrix, cp.asarray([1.0, 1.0]))
+    assert info == twin.NONFINITE and bool(cp.isfinite(x).all())
+    A = sparsegpu.from_scipy(sp.csr_array(3.0 * sp.eye_array(5)), backend="gpu")
+    result = solve(A, cp.arange(1.0, 6.0), method="minres")
+    assert result.info == 0 and result.iterations == 1
+    np.testing.assert_allclose(to_numpy(result.x), np.arange(1.0, 6.0) / 3.0, rtol=1e-15)
+    S = poisson2d(4)
+    d = np.ones(16)
+    d[15] = -1e3
+    b = np.ones(16)
+    b[15] = 0.0
+    for every in (1, 5):
+        with pytest.raises(ValueError, match="non-symmetric matrix"):
+            solve(sparsegpu.from_scipy(S, backend="gpu"), cp.asarray(b), method="minres",
+                  M=sp.diags_array(d), check_every=every)
+    S32 = indefinite(40).astype(np.float32)
+    b32 = np.random.default_rng(0).standard_normal(1600).astype(np.float32)
+    x, info = minres(sparsegpu.from_scipy(S32, backend="gpu"), cp.asarray(b32), rtol=1e-4, maxiter=3000)
+    assert info == 0 and x.dtype == cp.float32

@@ -1,9 +1,10 @@
-"""The device side of CG and BiCGSTAB: scalar slots, status words, and the fused steps of
+"""The device side of CG, BiCGSTAB and MINRES: scalar slots, status words, and the fused steps of
 kernels/krylov.cu (their NumPy twin on the CPU backend).
 
 A :class:`FusedWorkspace` owns everything a solve needs besides the vectors: ``sc`` (float64
-scalar slots: atol, rho, alpha, beta, omega, last residual norm, rho tolerance), ``st`` (int64
-words: status, completed iterations, iteration limit, history ring length), the block partial
+scalar slots: atol, rho, alpha, beta, omega, last residual norm, rho tolerance, and MINRES's
+recurrence), ``st`` (int64 words: status, completed iterations, iteration limit, history ring
+length, MINRES's istop), the block partial
 sums and the ticket counter of the deterministic reductions, and the optional ring of residual
 norms. Nothing here reads a value back to the host except :meth:`FusedWorkspace.read` and
 :meth:`StatusSnapshot.wait`, which the solvers call once per batch of iterations.
@@ -29,7 +30,7 @@ from sparsegpu.reference.spmv import dot_into
 
 BLOCK = 256  # kernels/krylov.cu sg_krylov::BLOCK
 BLOCKS_PER_SM = 8  # 2048 resident threads per SM / BLOCK
-OPS = range(10)  # kernels/krylov.cu enum Op
+OPS = range(twin.OPS)  # kernels/krylov.cu enum Op
 KRYLOV_KERNELS = KernelFile(
     "krylov.cu",
     [f"krylov_step<{{V}}, {op}>" for op in OPS],
@@ -109,6 +110,13 @@ class FusedWorkspace:
             (self.grid,), (BLOCK,),
             (self.n_arg, *vectors, np.int32(flag), self.sc, self.st, self.partials, self.counter, history),
         )
+
+    def set_slots(self, values: dict[int, float]) -> None:
+        """Write scalar slots (setup, before the first step: one host-to-device copy)."""
+        sc = np.asarray(self.sc.get() if self.backend == "gpu" else self.sc, np.float64).copy()
+        for slot, value in values.items():
+            sc[slot] = value
+        self.sc[...] = self.xp.asarray(sc)
 
     def snapshots(self) -> tuple[StatusSnapshot, StatusSnapshot]:
         """Two asynchronous readers of the status words (GPU only), for pipelined batches."""

@@ -1,7 +1,7 @@
 """CG, BiCGSTAB, GMRES and MINRES with SciPy's signatures, semantics and stopping tests.
 
-CG and BiCGSTAB run on the fused steps of kernels/krylov.cu (twins on the CPU backend): their
-scalars live on the device and the host reads the status word once every ``check_every``
+CG, BiCGSTAB and MINRES run on the fused steps of kernels/krylov.cu (twins on the CPU backend):
+their scalars live on the device and the host reads the status word once every ``check_every``
 iterations. Iterations launched after convergence, breakdown or the iteration limit change
 nothing (every step is frozen by the device status), so the result is the iterate of the first
 converged step, exactly as if the test ran on the host every iteration.
@@ -12,9 +12,17 @@ history) the status reads are pipelined: the next batch is queued before the hos
 the previous batch's status, so the GPU never idles on a check; the price is at most two
 batches of frozen iterations after convergence.
 
-GMRES and MINRES follow SciPy line by line over the operator interface and array operations
-of the backend; their small scalar recurrences (Givens rotations, Lanczos coefficients) run on
-the host, which costs a synchronisation per dot product on the GPU.
+A MINRES iteration is the operator's product and three launches: MR_LANCZOS (the Lanczos
+vector and alfa), MR_RESIDUAL (the r1, r2 shift and beta; with a general preconditioner its
+apply and MR_RZ follow) and MR_UPDATE (w, x, the next v and norm(x)). The epilogues of the
+reductions run SciPy's whole scalar recurrence (Lanczos coefficients, Givens rotation, phi and
+phibar, the Anorm, ynorm and Acond estimates) and every stopping test of SciPy's minres; the
+setup reads beta1 from the device once.
+
+GMRES still follows SciPy line by line over the operator interface and array operations of the
+backend; its scalar work (the Arnoldi coefficients, Givens rotations, residual estimate and
+the least-squares solve) runs on the host, which costs a synchronisation per dot product on
+the GPU.
 
 A ``callback`` costs one synchronisation per iteration on the GPU (and a download of x when b
 is a NumPy array).
@@ -29,7 +37,13 @@ from typing import Any, Callable
 import numpy as np
 from scipy.linalg import get_lapack_funcs
 
-from sparsegpu.linalg._fused import BatchLauncher, FusedWorkspace, history_ring_length, solver_stream
+from sparsegpu.linalg._fused import (
+    BatchLauncher,
+    FusedWorkspace,
+    history_ring_length,
+    solver_stream,
+    vector_dot,
+)
 from sparsegpu.linalg._system import System, check_maxiter, initial_residual, prepare
 from sparsegpu.reference import krylov as codes
 
@@ -55,8 +69,15 @@ def _check_every(system: System, check_every: int | None) -> int:
     return int(check_every)
 
 
+def _calls_back(status: int) -> bool:
+    """Whether SciPy calls the callback after an iteration that ended with this status: not
+    after BiCGSTAB's half-step convergence (it returns first)."""
+    return status != codes.CONVERGED_HALF
+
+
 def _drive(system: System, ws: FusedWorkspace, iteration: Callable[[], None], x: Any,
-           callback: Callable | None, check_every: int, history: bool) -> Outcome:
+           callback: Callable | None, check_every: int, history: bool,
+           calls_back: Callable[[int], bool] = _calls_back) -> Outcome:
     """Run fused iterations in batches, reading the status once per batch (every iteration
     when there is a callback)."""
     maxiter = system.maxiter
@@ -75,7 +96,7 @@ def _drive(system: System, ws: FusedWorkspace, iteration: Callable[[], None], x:
                 status, count = ws.read()
                 if history:
                     ws.drain_history(recorded, count)
-                if callback is not None and count == launched and status != codes.CONVERGED_HALF:
+                if callback is not None and count == launched and calls_back(status):
                     callback(system.output(x))
     if status in (codes.CONVERGED, codes.CONVERGED_HALF):
         info = 0
@@ -105,9 +126,10 @@ def _pipelined(ws: FusedWorkspace, launcher: BatchLauncher, status: int, count: 
 
 
 def _fused_setup(name: str, A: Any, b: Any, x0: Any, rtol: Any, atol: Any, maxiter: Any, M: Any,
-                 check_every: int | None, history: bool) -> tuple[System, int, Any]:
+                 check_every: int | None, history: bool,
+                 maxiter_per_unknown: int = 10) -> tuple[System, int, Any]:
     system = prepare(name, A, b, x0, rtol, atol, M, fuse_jacobi=True)
-    system.maxiter = check_maxiter(name, maxiter, 10 * system.n)
+    system.maxiter = check_maxiter(name, maxiter, maxiter_per_unknown * system.n)
     every = _check_every(system, check_every)
     ws = FusedWorkspace(system.backend, system.n, system.dtype, system.atol, system.maxiter,
                         history_ring=history_ring_length(every) if history else 0)
@@ -308,119 +330,92 @@ def _apply(system: System, x: Any) -> Any:
 def minres_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
                    shift: float = 0.0, maxiter: int | None = None, M: Any = None,
                    callback: Callable | None = None, check: bool = False,
-                   history: bool = False) -> tuple[System, Outcome]:
-    """MINRES, returning the full :class:`Outcome` (see :func:`minres`). A port of SciPy
-    1.17's ``minres``; ``history`` holds its residual estimate ``phibar`` per iteration."""
-    system = prepare("minres", A, b, x0, rtol, atol, M, fuse_jacobi=False)
-    rtol = float(rtol)
-    n, xp, dtype = system.n, system.xp, system.dtype
-    maxiter = system.maxiter = check_maxiter("minres", maxiter, 5 * n)
-    x = system.x
+                   check_every: int | None = None, history: bool = False) -> tuple[System, Outcome]:
+    """MINRES, returning the full :class:`Outcome` (see :func:`minres`): SciPy 1.17's
+    ``minres`` on the fused steps of kernels/krylov.cu. ``history`` holds its residual
+    estimate ``phibar`` per iteration.
+
+    The setup (beta1 = sqrt(r1 . M r1), its checks, the optional symmetry ``check``) reads
+    the device once; the iterations then run without the host: per iteration the operator's
+    product and three fused steps (four with a general preconditioner, which adds its apply),
+    whose epilogues run SciPy's scalar recurrence and stopping tests (istop) on the device.
+    Status LIMIT is istop 6 (info = maxiter), CONVERGED any other istop (info 0), as SciPy
+    maps them; r2.M r2 < 0 raises SciPy's ``ValueError('non-symmetric matrix')`` when the
+    host reads the status, a NaN or infinity gives info -1 (x is the last finite iterate).
+    """
+    system, every, ws = _fused_setup("minres", A, b, x0, rtol, atol, maxiter, M, check_every, history,
+                                     maxiter_per_unknown=5)
+    shift = _real_scalar("minres", "shift", shift)
+    n, xp, dtype, x = system.n, system.xp, system.dtype, system.x
+    dinv, general = system.dinv, system.M
     eps = float(np.finfo(dtype).eps)
-    istop, itn = 0, 0
-    Anorm = Acond = rnorm = ynorm = 0.0
-    recorded: list[float] = []
-    r1 = initial_residual(system)
-    y = system.precondition(r1, xp.empty(n, dtype))
-    beta1 = float(xp.dot(r1, y))
+    r1, r2 = ws.zeros(), initial_residual(system)  # SciPy's r2 = r1 (r1 unused before itn 2)
+    z = ws.empty() if general is not None else r2  # SciPy's y = psolve(r2) (r2 with dinv: fused)
+    y = system.precondition(r2, ws.empty()) if general is None and dinv is not None else z
+    if general is not None:
+        general.apply(r2, z)
+    beta1_slot = ws.sc[codes.MR_BETA1 : codes.MR_BETA1 + 1]
+    vector_dot(r2, y, beta1_slot, {})
+    beta1 = float(beta1_slot[0])  # the setup's one read of the device
     if beta1 < 0:
         raise ValueError("indefinite preconditioner")
     elif beta1 == 0:
-        return system, Outcome(x, 0, 0, recorded)
+        return system, Outcome(x, 0, 0, [])
     if not math.isfinite(beta1):
-        return system, Outcome(x, codes.NONFINITE, 0, recorded)
+        return system, Outcome(x, codes.NONFINITE, 0, [])
     if system.bnorm == 0:
-        return system, Outcome(system.b.copy(), 0, 0, recorded)
+        return system, Outcome(system.b.copy(), 0, 0, [])
     beta1 = math.sqrt(beta1)
     if check:
-        w_ = _apply(system, y)
-        r2_ = _apply(system, w_)
-        s_, t_ = float(xp.dot(w_, w_)), float(xp.dot(y, r2_))
-        if abs(s_ - t_) > (s_ + eps) * eps ** (1.0 / 3.0):
-            raise ValueError("non-symmetric matrix")
-        r2_ = system.precondition(y, xp.empty(n, dtype))
-        s_, t_ = float(xp.dot(y, y)), float(xp.dot(r1, r2_))
-        if abs(s_ - t_) > (s_ + eps) * eps ** (1.0 / 3.0):
-            raise ValueError("non-symmetric preconditioner")
-    oldb, beta, dbar, epsln = 0.0, beta1, 0.0, 0.0
-    phibar, rhs1, rhs2, tnorm2 = beta1, beta1, 0.0, 0.0
-    gmax, gmin = 0.0, float(np.finfo(dtype).max)
-    cs, sn = -1.0, 0.0
-    w, w2 = xp.zeros(n, dtype), xp.zeros(n, dtype)
-    r2 = r1
-    v = xp.empty(n, dtype)
-    V = dtype.type
-    while itn < maxiter:
-        itn += 1
-        xp.multiply(y, V(1.0 / beta), out=v)
-        y = _apply(system, v)
-        if shift != 0:
-            y -= V(shift) * v
-        if itn >= 2:
-            y -= V(beta / oldb) * r1
-        alfa = float(xp.dot(v, y))
-        y -= V(alfa / beta) * r2
-        r1 = r2
-        r2 = y
-        y = system.precondition(r2, xp.empty(n, dtype))
-        oldb = beta
-        beta = float(xp.dot(r2, y))
-        if not (math.isfinite(alfa) and math.isfinite(beta)):
-            return system, Outcome(x, codes.NONFINITE, itn, recorded)
-        if beta < 0:
-            raise ValueError("non-symmetric matrix")
-        beta = math.sqrt(beta)
-        tnorm2 += alfa**2 + oldb**2 + beta**2
-        if itn == 1 and beta / beta1 <= 10 * eps:
-            istop = -1
-        oldeps = epsln
-        delta = cs * dbar + sn * alfa
-        gbar = sn * dbar - cs * alfa
-        epsln = sn * beta
-        dbar = -cs * beta
-        root = math.hypot(gbar, dbar)
-        gamma = max(math.hypot(gbar, beta), eps)
-        cs = gbar / gamma
-        sn = beta / gamma
-        phi = cs * phibar
-        phibar = sn * phibar
-        denom = 1.0 / gamma
-        w1, w2 = w2, w
-        w = (v - V(oldeps) * w1 - V(delta) * w2) * V(denom)
-        x += V(phi) * w
-        gmax, gmin = max(gmax, gamma), min(gmin, gamma)
-        z = rhs1 / gamma
-        rhs1 = rhs2 - delta * z
-        rhs2 = -epsln * z
-        Anorm = math.sqrt(tnorm2)
-        ynorm = system.norm(x)
-        epsx = Anorm * ynorm * eps
-        rnorm = phibar
-        if history:
-            recorded.append(rnorm)
-        test1 = math.inf if ynorm == 0 or Anorm == 0 else rnorm / (Anorm * ynorm)
-        test2 = math.inf if Anorm == 0 else root / Anorm
-        Acond = gmax / gmin
-        if istop == 0:
-            t1, t2 = 1 + test1, 1 + test2
-            if t2 <= 1:
-                istop = 2
-            if t1 <= 1:
-                istop = 1
-            if itn >= maxiter:
-                istop = 6
-            if Acond >= 0.1 / eps:
-                istop = 4
-            if epsx >= beta1:
-                istop = 3
-            if test2 <= rtol:
-                istop = 2
-            if test1 <= rtol:
-                istop = 1
-            if rnorm <= float(atol):  # an extension: SciPy's minres has no atol (default 0: no effect)
-                istop = 1
-        if callback is not None:
-            callback(system.output(x))
-        if istop != 0:
-            break
-    return system, Outcome(x, maxiter if istop == 6 else 0, itn, recorded)
+        _minres_symmetry_check(system, r2, y, eps)
+    ws.set_slots({
+        codes.MR_BETA1: beta1, codes.MR_BETA: beta1, codes.MR_OLDB: 0.0, codes.MR_DBAR: 0.0,
+        codes.MR_EPSLN: 0.0, codes.MR_PHIBAR: beta1, codes.MR_RHS1: beta1, codes.MR_RHS2: 0.0,
+        codes.MR_TNORM2: 0.0, codes.MR_GMAX: 0.0, codes.MR_GMIN: float(np.finfo(dtype).max),
+        codes.MR_CS: -1.0, codes.MR_SN: 0.0, codes.MR_SHIFT: shift, codes.MR_RTOL: float(rtol),
+        codes.MR_EPS: eps, codes.MR_ATOL: float(atol),
+    })
+    v, q, w1, w2 = ws.empty(), ws.empty(), ws.zeros(), ws.zeros()
+    fused = codes.FLAG_DINV if dinv is not None else 0
+    residual_flag = codes.FLAG_LATE_RHO if general is not None else fused
+    ws.step(codes.MR_UPDATE, x, v, w1, w2, z, dinv=dinv, flag=fused | codes.FLAG_START)  # v = y / beta1
+
+    def iteration() -> None:
+        system.A.apply(v, q)
+        ws.step(codes.MR_LANCZOS, q, v, r1)  # y = A v - shift v - (beta/oldb) r1; alfa = v.y
+        ws.step(codes.MR_RESIDUAL, r1, r2, q, dinv=dinv, flag=residual_flag)  # r1 = r2; r2 = ...; beta
+        if general is not None:
+            general.apply(r2, z)
+            ws.step(codes.MR_RZ, r2, z)  # beta = sqrt(r2.z), then the rotation
+        ws.step(codes.MR_UPDATE, x, v, w1, w2, z, dinv=dinv, flag=fused)  # w, x, the next v; tests
+
+    outcome = _drive(system, ws, iteration, x, callback, every, history,
+                     calls_back=lambda status: status >= 0)
+    if outcome.info == codes.NOT_SYMMETRIC:
+        raise ValueError("non-symmetric matrix")
+    # The device records phibar = beta1 before the first iteration and NaN for an iteration
+    # that broke down; the history holds one estimate per completed iteration.
+    outcome.history = outcome.history[1 : outcome.iterations + (1 if outcome.info >= 0 else 0)]
+    return system, outcome
+
+
+def _real_scalar(name: str, label: str, value: Any) -> float:
+    if isinstance(value, (bool, str)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: {label} must be a real number, got {value!r}")
+    if not math.isfinite(float(value)):
+        raise ValueError(f"{name}: {label} must be finite, got {value!r}")
+    return float(value)
+
+
+def _minres_symmetry_check(system: System, r1: Any, y: Any, eps: float) -> None:
+    """SciPy's ``check=True`` tests of A and M (setup, on the host: a few reads)."""
+    xp, n, dtype = system.xp, system.n, system.dtype
+    w_ = _apply(system, y)
+    r2_ = _apply(system, w_)
+    s_, t_ = float(xp.dot(w_, w_)), float(xp.dot(y, r2_))
+    if abs(s_ - t_) > (s_ + eps) * eps ** (1.0 / 3.0):
+        raise ValueError("non-symmetric matrix")
+    r2_ = system.precondition(y, xp.empty(n, dtype))
+    s_, t_ = float(xp.dot(y, y)), float(xp.dot(r1, r2_))
+    if abs(s_ - t_) > (s_ + eps) * eps ** (1.0 / 3.0):
+        raise ValueError("non-symmetric preconditioner")
