@@ -28,6 +28,8 @@ step() {  # step NAME COMMAND...: run, log to OUTDIR/NAME.log, record pass/fail 
 }
 wants() { [[ " $steps " == *" $1 "* ]]; }
 
+# From a source tree: build the optional C helper (streaming-store packing) next to the package.
+python3 setup.py -q build_ext --inplace >"$out/build_ext.log" 2>&1 || echo "build_ext failed: packing falls back to numpy.copyto" >>"$summary"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$out/device.txt" 2>&1
 wants tests && step tests python3 -m pytest -q -p no:cacheprovider --maxfail=40
 if wants sanitizer; then
