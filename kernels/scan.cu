@@ -84,6 +84,9 @@ constexpr int LOOKBACK_BACKOFF_NS = 0;
 // elements: int32 80-81% of copy against 70-72%, float64 ordered 79% against 76%).
 constexpr bool SCAN_CP_ASYNC = false;
 
+// Only 8 has passed the GPU tests of the ordered (reproducible) path: with 4 warps the H200 gave
+// float scans that differed run to run and from the twin, cause not yet found.
+static_assert(LOOKBACK_WARPS == 8, "the ordered look-back is verified with 8 polling warps only");
 static_assert(SCAN_BLOCK % 32 == 0 && LOOKBACK_WARPS >= 1 && LOOKBACK_WARPS <= SCAN_BLOCK / 32,
               "the look-back warps are warps of the block");
 static_assert(SCAN_THREAD_BYTES % 16 == 0 && SCAN_SEGMENTED_THREAD_BYTES % 16 == 0, "whole 16-byte vectors");

@@ -72,6 +72,18 @@ def check_primitives_solvers_and_stats(S: sp.csr_array) -> int:
     coo = S.tocoo()
     indptr, _, _ = convert.coo_to_csr(cupy.asarray(coo.row), cupy.asarray(coo.col), cupy.asarray(coo.data), S.shape)
     checks.append(("coo_to_csr", indptr.get(), S.indptr))
+    # Shuffled entries with duplicates and a row longer than a warp: the row-bucket kernels, the
+    # in-row sorts and merges, and the duplicate sums.
+    long_row = sp.csr_array((rng.standard_normal(300), (np.zeros(300, int), rng.integers(0, S.shape[1], 300))), shape=S.shape)
+    messy = (S + long_row).tocoo()
+    order = rng.permutation(messy.nnz + 50)
+    rows = np.concatenate([messy.row, messy.row[:50]])[order]
+    cols = np.concatenate([messy.col, messy.col[:50]])[order]
+    vals = np.concatenate([messy.data, messy.data[:50]])[order]
+    want = sp.csr_array((vals, (rows, cols)), shape=S.shape)
+    want.sum_duplicates()
+    indptr, indices, _ = convert.coo_to_csr(cupy.asarray(rows), cupy.asarray(cols), cupy.asarray(vals), S.shape)
+    checks.append(("coo_to_csr unsorted", np.concatenate([indptr.get(), indices.get()]), np.concatenate([want.indptr, want.indices])))
     checks.append(("matrix_stats", advisor.matrix_stats(S, backend="gpu").bandwidth, advisor.matrix_stats(S, backend="cpu").bandwidth))
     poisson = sp.csr_array(sp.diags_array([-1.0, 2.05, -1.0], offsets=[-1, 0, 1], shape=(3000, 3000)))
     b = rng.standard_normal(3000)
