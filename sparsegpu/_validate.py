@@ -75,7 +75,11 @@ def check_indices_in_range(name: str, indices: Any, bound: int, axis: str) -> No
     """Every entry in [0, bound)."""
     if indices.size == 0:
         return
-    low, high = _host_int(indices.min()), _host_int(indices.max())
+    check_index_extremes(name, _host_int(indices.min()), _host_int(indices.max()), bound, axis)
+
+
+def check_index_extremes(name: str, low: int, high: int, bound: int, axis: str) -> None:
+    """The smallest and largest of an index array (found however the caller likes) in [0, bound)."""
     if low < 0:
         raise ValueError(f"{name} holds a negative index ({low})")
     if high >= bound:

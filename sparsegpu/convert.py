@@ -319,12 +319,8 @@ class CooFacts:
         """The errors of :func:`sparsegpu._validate.check_indices_in_range`, rows first."""
         for name, low, high, bound, axis in (("rows", self.row_min, self.row_max, m, "rows"),
                                              ("cols", self.col_min, self.col_max, n, "columns")):
-            if low is None:
-                continue
-            if low < 0:
-                raise ValueError(f"{name} holds a negative index ({low})")
-            if high >= bound:
-                raise ValueError(f"{name} holds index {high}, out of range for {bound} {axis}")
+            if low is not None:
+                _validate.check_index_extremes(name, low, high, bound, axis)
 
 
 def _as_signed_index(name: str, a: Any, bound: int, axis: str) -> Any:
