@@ -35,6 +35,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as wait_for_futures
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -95,6 +96,20 @@ def default_pack_threads() -> int:
     128 MiB chunks, 16 threads uploaded a 2.48 GB pageable CSR in 88-93 ms against 98-103 ms
     with 8 (three runs each); packing is bound by host memory bandwidth shared with the DMA."""
     return max(1, min(16, os.cpu_count() or 1))
+
+
+_pack_executors: dict[int, ThreadPoolExecutor] = {}
+_pack_executors_lock = threading.Lock()
+
+
+def _pack_executor(threads: int) -> ThreadPoolExecutor:
+    """The process-wide pool of ``threads`` packing threads, started on first use: starting 16
+    threads for every upload put about 1.5 ms on its critical path. concurrent.futures joins
+    the threads at exit."""
+    with _pack_executors_lock:
+        if threads not in _pack_executors:
+            _pack_executors[threads] = ThreadPoolExecutor(threads, thread_name_prefix=f"sparsegpu-pack{threads}")
+        return _pack_executors[threads]
 
 
 def _check_positive(name: str, value: Any) -> int:
@@ -594,7 +609,9 @@ class _Stager:
     buffers (several threads per chunk; NumPy copies release the GIL) or, with
     ``pack="register"``, have their own pages registered for the copy and unregistered after
     it. A buffer is reused only after the event of its last copy completed (waited for on the
-    host, per buffer; never a device-wide synchronise)."""
+    host, per buffer; never a device-wide synchronise). The packing threads are shared by all
+    uploads (:func:`_pack_executor`); a stager waits for its own pieces before it lets its
+    buffers go, also after an exception."""
 
     def __init__(self, buffers: list[np.ndarray], pack: str, pack_threads: int, timeline: _Timeline) -> None:
         import cupy
@@ -604,26 +621,36 @@ class _Stager:
         self._buffer_events: list[Any] = [None] * len(buffers)
         self._next_buffer = 0
         self._pack = pack
-        self._executor = ThreadPoolExecutor(pack_threads) if pack_threads > 1 else None
+        self._executor = _pack_executor(pack_threads) if pack_threads > 1 else None
         self._threads = pack_threads
+        self._packing: list[Any] = []  # futures of the pieces being packed now
         self._timeline = timeline
         self._registered: list[tuple[int, Any]] = []  # (address, event of the copy reading it)
         self.buffer_bytes = int(buffers[0].nbytes) if buffers else 0
 
-    def copy(self, destination: Any, source: np.ndarray, stream: Any, source_pinned: bool) -> None:
-        """``destination[:] = source`` (1-D contiguous, same dtype) ordered on ``stream``."""
-        nbytes = source.nbytes
-        if nbytes == 0:
-            return
-        if source_pinned:
-            self._memcpy(destination.data.ptr, source.ctypes.data, nbytes, stream)
-            return
-        raw = np.ascontiguousarray(source).reshape(-1).view(np.uint8)
-        if self._pack == "register" and self._copy_registered(destination.data.ptr, raw, stream):
-            return
-        self._copy_packed(destination.data.ptr, raw, stream)
+    def copy(self, destination: Any, source: np.ndarray, stream: Any, source_pinned: bool,
+             meanwhile: Callable[[], None] | None = None) -> None:
+        """``destination[:] = source`` (1-D contiguous, same dtype) ordered on ``stream``.
+        ``meanwhile()``, when given, is called exactly once: while the threads pack the first
+        piece (so host work such as kernel launches hides behind the packing), or after the
+        copy is issued when nothing is packed."""
+        pending = [meanwhile] if meanwhile is not None else []
 
-    def _copy_packed(self, device_address: int, raw: np.ndarray, stream: Any) -> None:
+        def run_meanwhile() -> None:
+            if pending:
+                pending.pop()()
+
+        nbytes = source.nbytes
+        if nbytes and source_pinned:
+            self._memcpy(destination.data.ptr, source.ctypes.data, nbytes, stream)
+        elif nbytes:
+            raw = np.ascontiguousarray(source).reshape(-1).view(np.uint8)
+            if not (self._pack == "register" and self._copy_registered(destination.data.ptr, raw, stream)):
+                self._copy_packed(destination.data.ptr, raw, stream, run_meanwhile)
+        run_meanwhile()
+
+    def _copy_packed(self, device_address: int, raw: np.ndarray, stream: Any,
+                     meanwhile: Callable[[], None] = lambda: None) -> None:
         """Bytes ``raw`` to ``device_address`` through the staging buffers, buffer by buffer."""
         for offset in range(0, raw.size, self.buffer_bytes):
             piece = raw[offset:offset + self.buffer_bytes]
@@ -633,19 +660,22 @@ class _Stager:
                 self._buffer_events[number].synchronize()  # its previous copy has left it
             buffer = self._buffers[number][:piece.size]
             with self._timeline.host("pack"):
-                self._pack_into(buffer, piece)
+                self._pack_into(buffer, piece, meanwhile)
             self._memcpy(device_address + offset, buffer.ctypes.data, piece.size, stream)
             self._buffer_events[number] = self._record(stream)
 
-    def _pack_into(self, buffer: np.ndarray, piece: np.ndarray) -> None:
+    def _pack_into(self, buffer: np.ndarray, piece: np.ndarray, meanwhile: Callable[[], None]) -> None:
         if self._executor is None or piece.size < 2 * MIN_THREAD_PIECE:
             pack_copy(buffer, piece)
+            meanwhile()
             return
         parts = min(self._threads, piece.size // MIN_THREAD_PIECE)
         cuts = np.linspace(0, piece.size, parts + 1).astype(np.int64)
-        futures = [self._executor.submit(pack_copy, buffer[a:b], piece[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
-        for future in futures:
+        self._packing = [self._executor.submit(pack_copy, buffer[a:b], piece[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+        meanwhile()
+        for future in self._packing:
             future.result()
+        self._packing = []
 
     def _copy_registered(self, device_address: int, raw: np.ndarray, stream: Any) -> bool:
         """Register the whole pages inside ``raw`` and copy them from where they are; the
@@ -696,16 +726,18 @@ class _Stager:
         return event
 
     def close(self) -> None:
-        """Wait until no copy reads a buffer or a registered page, then unregister pages and
-        stop the threads (also on the way out of an exception)."""
+        """Wait until no copy reads a buffer or a registered page and no thread still packs
+        into a buffer, then unregister pages (also on the way out of an exception)."""
         try:
             for event in self._buffer_events:
                 if event is not None:
                     event.synchronize()
             self._unregister_finished(wait=True)
         finally:
-            if self._executor is not None:
-                self._executor.shutdown(wait=True)
+            # After an exception (a KeyboardInterrupt while waiting, say), pieces may still be
+            # being packed into buffers about to go back to the pool.
+            wait_for_futures(self._packing)
+            self._packing = []
 
 
 @contextmanager
@@ -739,8 +771,10 @@ def _stream_arrays(sources: Sequence[np.ndarray], targets: Sequence[Any], chunks
     until the streams are joined, so the memory pool cannot hand it out while a stream still
     uses it) and is converted there. Device work
     for chunk k (``on_chunk(chunk, arrived, stream)`` on the arrived, unconverted view, then
-    the conversion) is issued after the copy of chunk k+1: breadth-first, so the copy engine
-    is never queued behind the compute of an earlier chunk."""
+    the conversion) is issued while chunk k+1 is packed, on chunk k's stream, so its launches
+    hide behind the packing and chunk k+1's copy (on the next stream) never queues behind it;
+    with a single stream, after chunk k+1's copy instead (breadth-first: the copy engine is
+    never queued behind the compute of an earlier chunk)."""
     import cupy
 
     pinned = [is_pinned(s) for s in sources]
@@ -770,9 +804,14 @@ def _stream_arrays(sources: Sequence[np.ndarray], targets: Sequence[Any], chunks
             if key not in staging:
                 staging[key] = cupy.empty(largest, source.dtype)
             arrived = staging[key][:chunk.stop - chunk.start]
-        stager.copy(arrived, source[chunk.start:chunk.stop], stream, pinned[chunk.array])
-        if pending is not None:
-            device_work(*pending)
+        earlier = pending
+        if len(streams) > 1 and earlier is not None:
+            stager.copy(arrived, source[chunk.start:chunk.stop], stream, pinned[chunk.array],
+                        meanwhile=lambda: device_work(*earlier))
+        else:
+            stager.copy(arrived, source[chunk.start:chunk.stop], stream, pinned[chunk.array])
+            if earlier is not None:
+                device_work(*earlier)
         pending = (chunk, arrived, stream, cast)
         progress.advance()
     if pending is not None:

@@ -416,11 +416,11 @@ def test_upload_gpu_no_leak_on_exception(rng, monkeypatch, error, pack):
     calls = {"n": 0}
     original = transfer._Stager._pack_into
 
-    def failing(self, buffer, piece):
+    def failing(self, buffer, piece, meanwhile):
         calls["n"] += 1
         if calls["n"] == (4 if pack == "threads" else 2):
             raise error("injected")
-        return original(self, buffer, piece)
+        return original(self, buffer, piece, meanwhile)
 
     monkeypatch.setattr(transfer._Stager, "_pack_into", failing)
     pool = PinnedPool(buffers=3, buffer_bytes=1 << 12)

@@ -220,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         payload["python_overhead"] = spmv.python_overhead(backend)
     if args.transfer:
         with progress(1) as bar:
-            payload["transfer"] = transfer_bench.bench_transfer(backend, transfer_bench.ROWS[size], repeat=3,
+            payload["transfer"] = transfer_bench.bench_transfer(backend, transfer_bench.ROWS[size], repeat=5,
                                                                 seed=args.seed, on_step=bar.step)
             bar.advance()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -3,12 +3,13 @@ bandwidth, streamed CSR upload from pinned and pageable arrays against cupyx, an
 SpMV against the time its bytes take at the pinned rate.
 
 Every figure is end to end: from host arrays to a ready device matrix (validated, canonical),
-timed on the host after a device synchronise; the median of ``repeat`` runs after a warm-up.
+timed on the host after a device synchronise; the median of ``repeat`` runs after a warm-up (the default
+upload and ``from_scipy`` called in turn, so that both see the same state).
 GB/s counts the matrix's host bytes (values + indices + row pointers) once.
 
 >>> result = bench_transfer("cpu", rows=2000, per_row=4, repeat=1)
 >>> [row["what"] for row in result["rows"]][:2]
-['upload_csr, pageable, pack=threads', 'upload_csr, pageable, pack=register']
+['upload_csr, pageable, pack=threads', 'CSR.from_scipy(S), pageable (streamed when large)']
 """
 
 from __future__ import annotations
@@ -85,6 +86,24 @@ def _median_seconds(fn: Callable[[], Any], backend: str, repeat: int, warmup: in
     return statistics.median(samples), result
 
 
+def _interleaved_medians(fns: dict[str, Callable[[], Any]], backend: str, repeat: int) -> dict[str, tuple[float, Any]]:
+    """Median host seconds and last result of each function, called in turn round after round
+    (after one warm-up round), so that all of them see the same state of the host, the device
+    and their memory pools."""
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    results: dict[str, Any] = {}
+    for round_ in range(max(1, repeat) + 1):
+        for name, fn in fns.items():
+            results[name] = None
+            synchronize(backend)
+            start = time.perf_counter()
+            results[name] = fn()
+            synchronize(backend)
+            if round_:
+                samples[name].append(time.perf_counter() - start)
+    return {name: (statistics.median(samples[name]), results[name]) for name in fns}
+
+
 def h2d_bandwidth(backend: str, nbytes: int = 1 << 30, repeat: int = 5) -> dict[str, float]:
     """Host -> device GB/s of a ``nbytes`` copy from pinned and from pageable memory (CuPy
     copies; NaN on the CPU backend)."""
@@ -155,17 +174,22 @@ def bench_transfer(backend: str, rows: int = ROWS["medium"], per_row: int = PER_
         cupyx_s, _ = _median_seconds(lambda: cupyx.scipy.sparse.csr_matrix(S), backend, repeat)
         step("cupyx csr_matrix, unsorted")
         cupyx_unsorted_s, _ = _median_seconds(lambda: cupyx.scipy.sparse.csr_matrix(U), backend, 1, warmup=0)
-    for pack in ("threads", "register"):
-        timed_upload(f"upload_csr, pageable, pack={pack}", S, reference, pack=pack)
+    # The default path and from_scipy (the same streamed path) in turn, in the same state.
+    step("upload_csr and CSR.from_scipy, pageable")
+    both = _interleaved_medians({"upload": lambda: transfer.upload_csr(S, backend=backend, report=True),
+                                 "from_scipy": lambda: CSR.from_scipy(S, backend=backend)}, backend, repeat)
+    (upload_s, (A, report)), (from_scipy_s, B) = both["upload"], both["from_scipy"]
+    for what, matrix in (("upload_csr, pageable, pack=threads", A), ("CSR.from_scipy", B)):
+        if not _same_csr(matrix, reference):
+            wrong.append(what)
+    record("upload_csr, pageable, pack=threads", upload_s, report=report)
+    record("CSR.from_scipy(S), pageable (streamed when large)", from_scipy_s)
+    A = B = None
+    timed_upload("upload_csr, pageable, pack=register", S, reference, pack="register")
     cores = os.cpu_count() or 1
     if cores > transfer.default_pack_threads():
         timed_upload(f"upload_csr, pageable, pack=threads, {cores} threads", S, reference, pack_threads=cores)
     timed_upload("upload_csr, pageable, unsorted (canonicalised on the device)", U, reference)
-    step("CSR.from_scipy, pageable")
-    from_scipy_s, A = _median_seconds(lambda: CSR.from_scipy(S, backend=backend), backend, repeat)
-    if not _same_csr(A, reference):
-        wrong.append("CSR.from_scipy")
-    record("CSR.from_scipy(S), pageable (streamed when large)", from_scipy_s)
     if cupyx_s is not None:
         record("cupyx.scipy.sparse.csr_matrix(S), canonical", cupyx_s)
         record("cupyx.scipy.sparse.csr_matrix(U), unsorted", cupyx_unsorted_s)
