@@ -105,20 +105,19 @@ def width_for_counts(counts: np.ndarray, value_dtype: Any, index_dtype: Any) -> 
 
 def overflow_entries(csr: Any, width: int) -> tuple[Any, Any, Any]:
     """(row, column, value) of the entries past slot ``width`` of their rows, sorted by row then
-    column: a gather over the rows that overflow only, on the CSR's backend."""
+    column, on the CSR's backend: the overflow's row pointers by one scan, its row indices by
+    :func:`sparsegpu.convert.expand_pointers` (a memset, a mark per row and a max-scan), and
+    each entry's source position as its row's offset plus its own number, so the gathers read
+    the CSR arrays in order. With ``width`` 0 this is CSR -> COO."""
     xp, index_dtype = csr._xp, csr.index_dtype
     overflow = xp.maximum(xp.diff(csr.indptr) - width, 0)
-    over_rows = xp.flatnonzero(overflow).astype(index_dtype)
-    over_ptr = xp.zeros(over_rows.size + 1, dtype=index_dtype)
-    if over_rows.size:
-        over_ptr[1:] = primitives.inclusive_scan(overflow[over_rows])
-    # Overflowing run of each COO entry: every run is non-empty, so marking the runs' starts and
-    # summing the marks numbers them (one scan, cheaper on the GPU than a binary search each).
-    starts = xp.zeros(int(over_ptr[-1]), dtype=index_dtype)
-    starts[over_ptr[1:-1]] = 1
-    which = primitives.inclusive_scan(starts)
-    rows = over_rows[which]
-    sources = csr.indptr[rows] + width + (xp.arange(which.size, dtype=index_dtype) - over_ptr[which])
+    over_ptr = xp.zeros(overflow.size + 1, dtype=index_dtype)
+    if overflow.size:
+        over_ptr[1:] = primitives.inclusive_scan(overflow)
+    rows = convert.expand_pointers(over_ptr, xp)
+    # Entry j of the overflow comes from position indptr[r] + width + (j - over_ptr[r]) of row r.
+    shift = csr.indptr[:-1] + width - over_ptr[:-1]
+    sources = shift[rows] + xp.arange(rows.size, dtype=index_dtype)
     return rows, csr.indices[sources], csr.data[sources]
 
 
