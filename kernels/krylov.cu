@@ -1,4 +1,4 @@
-// Fused vector steps of the Krylov solvers (CG, BiCGSTAB, MINRES), one template family
+// Fused vector steps of the Krylov solvers (CG, BiCGSTAB, MINRES, GMRES), one template family
 // krylov_step<V, OP>.
 //
 // A CG iteration is three launches: the operator's product with p.q in its epilogue
@@ -20,8 +20,9 @@
 // on n and the grid size, so runs are bitwise reproducible.
 //
 // Freezing: every step first reads st[STATUS]; once it is not RUNNING the step does nothing
-// (BI_XR still finishes a BiCGSTAB half step), so iterations launched after convergence or
-// breakdown leave x, r and the scalars exactly as they were at the first converged step.
+// (BI_XR still finishes a BiCGSTAB half step; GMRES's cycle-end steps run only at
+// GM_INNER_DONE), so iterations launched after convergence or breakdown leave x, r and the
+// scalars exactly as they were at the first converged step.
 //
 // MINRES (SciPy's minres, Paige-Saunders) is three steps after the operator's product q = A v:
 // MR_LANCZOS (q -= shift v + (beta / oldb) r1; alfa = v.q), MR_RESIDUAL (r1 = r2 and
@@ -32,6 +33,24 @@
 // estimates); the epilogue of x.x runs its stopping tests (istop) and sets the status. The
 // vectors keep fixed buffers (the r1 <- r2 and w1 <- w2 <- w shifts are copies inside the
 // passes), so a CUDA graph of any number of iterations replays correctly.
+//
+// GMRES (SciPy's gmres: left preconditioning, modified Gram-Schmidt, Givens rotations, gh-8400's
+// inner tolerance) keeps its Hessenberg matrix h (restart x (restart + 1), column-major as
+// SciPy's h[col, row]), the rotations (c, s) and the rhs S in extra slots after the fixed ones
+// (gmres_arrays): sc has SLOTS + restart (restart + 1) + 2 restart + restart + 1 doubles. The
+// basis is one (restart + 1, n) array; w, the new direction, lives in its row col + 1. Inner
+// iteration col (col is st[GM_COLS], kept by the device) is, after the host's products
+// w = M A v[col]: GM_ARNOLDI_FIRST (h0 = ||w||, h[col, 0] = v[0].w; with dinv it forms
+// w = dinv A v itself), then GM_ARNOLDI for k = 0..col-1 (w -= h[col, k] v[k];
+// h[col, k + 1] = v[k + 1].w; flag = k), then GM_ARNOLDI_LAST (w -= h[col, col] v[col];
+// h1 = ||w||) whose epilogue applies the previous rotations to column col, forms the new one
+// (LAPACK lartg), updates S and presid and runs the breakdown (h1 <= eps h0) and inner tests
+// (presid <= ptol, legacy maxiter, col + 1 == restart), then GM_SCALE (v[col + 1] = w / h1).
+// The inner tests end a cycle by setting GM_INNER_DONE, which freezes the inner steps and
+// enables the cycle-end steps: GM_SOLVE (one block: the triangular solve for y, in place of S),
+// GM_UPDATE_X (x += V^T y), and after the host's product A x, GM_RESIDUAL (r = b - A x, the
+// outer tests and the ptol update; with FLAG_START it also forms the next v[0] = r or dinv r
+// and starts the cycle, else the host applies M and GM_NORM0 starts it), then GM_SCALE of v[0].
 //
 // The NumPy twin is sparsegpu/reference/krylov.py (same op codes, slots and arguments).
 #include "common.cuh"
@@ -49,16 +68,27 @@ enum Slot { ATOL = 0, RHO = 1, ALPHA = 2, BETA = 3, OMEGA = 4, RNORM = 5, RHOTOL
             MR_OLDEPS = 14, MR_DELTA = 15, MR_PHI = 16, MR_PHIBAR = 17, MR_DENOM = 18, MR_CS = 19,
             MR_SN = 20, MR_ROOT = 21, MR_TNORM2 = 22, MR_ANORM = 23, MR_GMAX = 24, MR_GMIN = 25,
             MR_RHS1 = 26, MR_RHS2 = 27, MR_SHIFT = 28, MR_RTOL = 29, MR_EPS = 30, MR_ATOL = 31,
-            MR_YNORM = 32, MR_ACOND = 33, SLOTS = 34 };
+            MR_YNORM = 32, MR_ACOND = 33,
+            GM_PTOL = 34, GM_FACTOR = 35, GM_PRESID = 36, GM_H0 = 37, GM_RECIPROCAL = 38, GM_EPS = 39,
+            SLOTS = 40 };
+// GM_*: GMRES's scalars: ptol and ptol_max_factor (gh-8400), the last presid, h0 = ||w|| before
+// the Gram-Schmidt steps, the factor GM_SCALE multiplies by (1 / h1 or 1 / ||v[0]||), and the
+// working dtype's machine epsilon. GMRES's arrays follow at sc[SLOTS] (gmres_arrays).
 // Integer slots (long long st[]): status, completed iterations, iteration limit, the length of
 // the `history` ring the host drains after every batch of iterations, and PENDING: CG's x
 // update of the last CG_UPDATE is still to be done by CG_P. MR_ISTOP: SciPy's minres istop.
-enum Word { STATUS = 0, COUNT = 1, MAXITER = 2, HISTCAP = 3, PENDING = 4, MR_ISTOP = 5 };
+// GMRES: the restart length, the columns done in this cycle (the current col), the cycles
+// done, the breakdown flag of this cycle, and GM_LEGACY (1: maxiter also bounds the inner
+// iterations, SciPy's callback_type 'legacy'). COUNT counts GMRES's inner iterations.
+enum Word { STATUS = 0, COUNT = 1, MAXITER = 2, HISTCAP = 3, PENDING = 4, MR_ISTOP = 5,
+            GM_RESTART = 6, GM_COLS = 7, GM_CYCLES = 8, GM_BREAKDOWN = 9, GM_LEGACY = 10 };
 // Status codes; negative ones are breakdowns and become the solver's info. LIMIT: the
 // iteration limit was reached (info = maxiter); it freezes the steps like the others, so the
-// host may launch whole batches past maxiter.
+// host may launch whole batches past maxiter. GM_INNER_DONE: GMRES's inner loop of this cycle
+// has stopped; inner steps are frozen, the cycle-end steps run (and GM_RESIDUAL sets RUNNING
+// again for the next cycle, or a final status).
 enum Status {
-    RUNNING = 0, CONVERGED = 1, HALF_PENDING = 2, CONVERGED_HALF = 3, LIMIT = 4,
+    RUNNING = 0, CONVERGED = 1, HALF_PENDING = 2, CONVERGED_HALF = 3, LIMIT = 4, GM_INNER_DONE = 5,
     NONFINITE = -1, RHO_BREAKDOWN = -10, DENOMINATOR_BREAKDOWN = -11,
     NOT_SYMMETRIC = -12,  // MINRES: r2.M r2 < 0 (SciPy raises ValueError('non-symmetric matrix'))
 };
@@ -66,9 +96,16 @@ enum Status {
 // flag bit 1 (CG_UPDATE): the start step (no update, no count); flag bit 2 (CG_UPDATE): a
 // general preconditioner follows, rho comes later from CG_RHO (MR_RESIDUAL: beta from MR_RZ);
 // FLAG_START (MR_UPDATE): only v = (1 / beta1) z, before the first iteration.
+// GMRES: FLAG_DINV (GM_ARNOLDI_FIRST: w = dinv A v; GM_RESIDUAL: v[0] = dinv r);
+// FLAG_START (GM_RESIDUAL): also start the next cycle from v[0] (r itself without dinv);
+// GM_ARNOLDI's flag is k, the basis vector it orthogonalises against (no bits).
 enum Op { DOT = 0, CG_UPDATE = 1, CG_RHO = 2, CG_P = 3,
           BI_START = 4, BI_P = 5, BI_ALPHA = 6, BI_S = 7, BI_OMEGA = 8, BI_XR = 9,
-          MR_LANCZOS = 10, MR_RESIDUAL = 11, MR_RZ = 12, MR_UPDATE = 13 };
+          MR_LANCZOS = 10, MR_RESIDUAL = 11, MR_RZ = 12, MR_UPDATE = 13,
+          GM_NORM0 = 14, GM_SCALE = 15, GM_ARNOLDI_FIRST = 16, GM_ARNOLDI = 17, GM_ARNOLDI_LAST = 18,
+          GM_SOLVE = 19, GM_UPDATE_X = 20, GM_RESIDUAL = 21 };
+// The GMRES steps that run only at the end of a cycle (status GM_INNER_DONE).
+template <int OP> struct cycle_end { static constexpr bool value = OP == GM_SOLVE || OP == GM_UPDATE_X || OP == GM_RESIDUAL; };
 enum Flag { FLAG_DINV = 1, FLAG_START = 2, FLAG_LATE_RHO = 4 };
 
 // Blocks resident per SM that the launch grid assumes (sparsegpu/linalg/_fused.py BLOCKS_PER_SM):
@@ -76,7 +113,11 @@ enum Flag { FLAG_DINV = 1, FLAG_START = 2, FLAG_LATE_RHO = 4 };
 // BI_XR, whose six vectors would spill at 32 (6 blocks: 40 registers, as before), MINRES's
 // MR_RESIDUAL and MR_RZ, whose epilogue (the scalar recurrence) would spill at 32 (6 blocks),
 // and MR_UPDATE (six vectors, five coefficients: 5 blocks, 48 registers, its loop not unrolled).
+// GMRES's GM_RESIDUAL (outer tests and the cycle start) would spill at 32 too (6 blocks), and
+// GM_ARNOLDI_LAST (the Givens epilogue) even at 40 (5 blocks, 48 registers).
 template <int OP> struct min_blocks { static constexpr int value = 8; };
+template <> struct min_blocks<GM_ARNOLDI_LAST> { static constexpr int value = 5; };
+template <> struct min_blocks<GM_RESIDUAL> { static constexpr int value = 6; };
 template <> struct min_blocks<BI_XR> { static constexpr int value = 6; };
 template <> struct min_blocks<MR_RESIDUAL> { static constexpr int value = 6; };
 template <> struct min_blocks<MR_RZ> { static constexpr int value = 6; };
@@ -85,6 +126,9 @@ template <> struct min_blocks<MR_UPDATE> { static constexpr int value = 5; };
 template <int OP> struct reductions { static constexpr int value = 2; };
 template <> struct reductions<CG_P> { static constexpr int value = 0; };
 template <> struct reductions<BI_P> { static constexpr int value = 0; };
+template <> struct reductions<GM_SCALE> { static constexpr int value = 0; };
+template <> struct reductions<GM_SOLVE> { static constexpr int value = 0; };
+template <> struct reductions<GM_UPDATE_X> { static constexpr int value = 0; };
 
 __device__ __forceinline__ bool finite(double v) { return isfinite(v); }
 // NaN and infinity without math_constants.h (NVRTC compiles this file without system headers).
@@ -197,6 +241,158 @@ __device__ __forceinline__ bool safe_quotient(double num, double den, double* ou
     return true;
 }
 
+// GMRES's arrays in sc after the fixed slots: h[col * (restart + 1) + row] (SciPy's h[col, row]),
+// the rotations givens[2 col], givens[2 col + 1] (c, s), and S (restart + 1 entries; the
+// triangular solve overwrites its first entries with y).
+struct GmresArrays {
+    long long restart;
+    double* h;
+    double* givens;
+    double* S;
+    __device__ GmresArrays(double* sc, const long long* st)
+        : restart(st[GM_RESTART]), h(sc + SLOTS), givens(sc + SLOTS + restart * (restart + 1)),
+          S(sc + SLOTS + restart * (restart + 1) + 2 * restart) {}
+    __device__ double* column(long long col) const { return h + col * (restart + 1); }
+};
+
+// LAPACK's dlartg (3.10 and later, as SciPy's lartg calls it): c, s, r with c f + s g = r and
+// -s f + c g = 0, scaled only when f or g is outside [sqrt(safmin), sqrt(safmax / 2)].
+struct Rotation { double c, s, r; };
+__device__ __forceinline__ Rotation lartg(double f, double g) {
+    const double safmin = 2.2250738585072014e-308, safmax = 1.0 / safmin;  // 2^-1022, 2^1022
+    const double rtmin = sqrt(safmin), rtmax = sqrt(safmax / 2.0);
+    const double f1 = fabs(f), g1 = fabs(g);
+    if (g == 0.0) return {1.0, 0.0, f};
+    if (f == 0.0) return {0.0, copysign(1.0, g), g1};
+    if (f1 > rtmin && f1 < rtmax && g1 > rtmin && g1 < rtmax) {
+        const double d = sqrt(f * f + g * g);
+        const double r = copysign(d, f);
+        return {f1 / d, g / r, r};
+    }
+    const double u = fmin(safmax, fmax(safmin, fmax(f1, g1)));
+    const double fs = f / u, gs = g / u;
+    const double d = sqrt(fs * fs + gs * gs);
+    const double r = copysign(d, f);
+    return {fabs(fs) / d, gs / r, r * u};
+}
+
+// The start of a GMRES cycle from vv = v[0].v[0] (v[0] = M r, not yet scaled): S = (||v[0]||,
+// 0, ...), the scale 1 / ||v[0]|| for GM_SCALE, column 0. A zero M r (a singular
+// preconditioner) is a breakdown: SciPy would divide by zero.
+__device__ __forceinline__ void gmres_cycle_start(double vv, double* sc, long long* st) {
+    if (!finite(vv)) { st[STATUS] = NONFINITE; return; }
+    const double norm = sqrt(vv);
+    if (norm == 0.0) { st[STATUS] = DENOMINATOR_BREAKDOWN; return; }
+    const GmresArrays g(sc, st);
+    g.S[0] = norm;
+    for (long long j = 1; j <= g.restart; ++j) g.S[j] = 0.0;
+    sc[GM_RECIPROCAL] = 1.0 / norm;
+    st[GM_COLS] = 0;
+    st[GM_BREAKDOWN] = 0;
+}
+
+// SciPy's inner iteration after h1 = ||w||: the exact-solution test, the previous rotations
+// applied to column col, the new rotation, S and presid, then the inner stopping tests.
+__device__ __forceinline__ void gmres_column(double h1, double* sc, long long* st, double* history) {
+    const GmresArrays g(sc, st);
+    const long long col = st[GM_COLS];
+    double* h = g.column(col);
+    const double h0 = sc[GM_H0];
+    if (!finite(h0) || !finite(h1)) { st[STATUS] = NONFINITE; return; }
+    const bool breakdown = h1 <= sc[GM_EPS] * h0;  // exact solution indicator
+    h[col + 1] = breakdown ? 0.0 : h1;
+    if (breakdown) st[GM_BREAKDOWN] = 1;
+    else sc[GM_RECIPROCAL] = 1.0 / h1;
+    for (long long k = 0; k < col; ++k) {
+        const double c = g.givens[2 * k], s = g.givens[2 * k + 1], n0 = h[k], n1 = h[k + 1];
+        h[k] = c * n0 + s * n1;
+        h[k + 1] = -s * n0 + c * n1;
+    }
+    const Rotation rot = lartg(h[col], h[col + 1]);
+    g.givens[2 * col] = rot.c;
+    g.givens[2 * col + 1] = rot.s;
+    h[col] = rot.r;
+    h[col + 1] = 0.0;
+    const double tmp = -rot.s * g.S[col];
+    g.S[col] = rot.c * g.S[col];
+    g.S[col + 1] = tmp;
+    const double presid = fabs(tmp);
+    sc[GM_PRESID] = presid;
+    st[COUNT] += 1;
+    st[GM_COLS] = col + 1;
+    record(history, st, st[COUNT], presid);
+    if ((st[GM_LEGACY] != 0 && st[COUNT] == st[MAXITER]) || presid <= sc[GM_PTOL] || breakdown ||
+        col + 1 == g.restart)
+        st[STATUS] = GM_INNER_DONE;
+}
+
+// GM_SOLVE, one block: SciPy's back substitution for y (h[:col+1, :col+1] upper triangular,
+// in place of S), the column updates y[:k] -= y[k] h[k, :k] spread over the threads (each y[j]
+// gets the same operations in the same order as the serial loop). A non-finite y is a
+// breakdown before x changes, so x stays the last finite iterate.
+__device__ __forceinline__ void gmres_solve(double* sc, long long* st) {
+    __shared__ double y_k;
+    __shared__ bool nonzero;
+    const GmresArrays g(sc, st);
+    const long long col = st[GM_COLS] - 1;
+    double* y = g.S;
+    if (threadIdx.x == 0 && g.column(col)[col] == 0.0) y[col] = 0.0;
+    for (long long k = col; k >= 1; --k) {
+        if (threadIdx.x == 0) {
+            double v = y[k];
+            nonzero = v != 0.0;
+            if (nonzero) {
+                v /= g.column(k)[k];
+                y[k] = v;
+            }
+            y_k = v;
+        }
+        __syncthreads();
+        if (nonzero) {
+            const double* hk = g.column(k);
+            for (long long j = threadIdx.x; j < k; j += BLOCK) y[j] -= y_k * hk[j];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x != 0) return;
+    if (y[0] != 0.0) y[0] /= g.h[0];
+    for (long long j = 0; j <= col; ++j) {
+        if (!finite(y[j])) { st[STATUS] = NONFINITE; return; }
+    }
+}
+
+// GM_UPDATE_X: x += sum_k y[k] v[k] over the cycle's columns, summed in float64 per element.
+template <class V>
+__device__ __forceinline__ void gmres_update_x(const long long n, V* x, const V* basis, const double* sc,
+                                               const long long* st) {
+    const long long restart = st[GM_RESTART], cols = st[GM_COLS];
+    const double* y = sc + SLOTS + restart * (restart + 1) + 2 * restart;
+    const long long stride = (long long)gridDim.x * BLOCK;
+    for (long long i = (long long)blockIdx.x * BLOCK + threadIdx.x; i < n; i += stride) {
+        double sum = 0.0;
+        for (long long k = 0; k < cols; ++k) sum += y[k] * double(basis[k * n + i]);
+        x[i] = V(double(x[i]) + sum);
+    }
+}
+
+// GM_RESIDUAL after rr = r.r: SciPy's outer tests (legacy exit, rnorm <= atol, breakdown) and
+// gh-8400's ptol update, then the cycle limit; RUNNING again when another cycle follows.
+__device__ __forceinline__ void gmres_cycle_end(double rr, double* sc, long long* st) {
+    const double rnorm = sqrt(rr), atol = sc[ATOL];
+    sc[RNORM] = rnorm;
+    if (!finite(rr)) { st[STATUS] = NONFINITE; return; }
+    st[GM_CYCLES] += 1;
+    if (st[GM_LEGACY] != 0 && st[COUNT] == st[MAXITER]) { st[STATUS] = rnorm <= atol ? CONVERGED : LIMIT; return; }
+    if (rnorm <= atol) { st[STATUS] = CONVERGED; return; }
+    if (st[GM_BREAKDOWN] != 0) { st[STATUS] = LIMIT; return; }  // SciPy: info = maxiter
+    const double presid = sc[GM_PRESID];
+    double factor = sc[GM_FACTOR];
+    factor = presid <= sc[GM_PTOL] ? fmax(sc[GM_EPS], 0.25 * factor) : fmin(1.0, 1.5 * factor);
+    sc[GM_FACTOR] = factor;
+    sc[GM_PTOL] = presid * fmin(factor, atol / rnorm);
+    st[STATUS] = st[GM_CYCLES] >= st[MAXITER] ? LIMIT : RUNNING;
+}
+
 template <int OP>
 __device__ __forceinline__ void epilogue(const double* s, const int flag, double* sc, long long* st, double* history) {
     if (OP == DOT) {
@@ -246,6 +442,18 @@ __device__ __forceinline__ void epilogue(const double* s, const int flag, double
             return;
         }
         minres_tests(s[0], sc, st);
+    } else if (OP == GM_NORM0) {
+        gmres_cycle_start(s[0], sc, st);
+    } else if (OP == GM_ARNOLDI_FIRST) {
+        sc[GM_H0] = sqrt(s[0]);
+        GmresArrays(sc, st).column(st[GM_COLS])[0] = s[1];
+    } else if (OP == GM_ARNOLDI) {
+        GmresArrays(sc, st).column(st[GM_COLS])[flag + 1] = s[0];
+    } else if (OP == GM_ARNOLDI_LAST) {
+        gmres_column(sqrt(s[0]), sc, st, history);
+    } else if (OP == GM_RESIDUAL) {
+        gmres_cycle_end(s[0], sc, st);
+        if ((flag & FLAG_START) && st[STATUS] == RUNNING) gmres_cycle_start((flag & FLAG_DINV) ? s[1] : s[0], sc, st);
     }
 }
 
@@ -257,7 +465,7 @@ __device__ __forceinline__ void epilogue(const double* s, const int flag, double
 // (beta / oldb) r1 term (from the second iteration on, as SciPy's `if itn >= 2`).
 template <class V> struct Coefficients {
     V alpha, beta, omega;
-    V m[5] = {V(0), V(0), V(0), V(0), V(0)};
+    V m[5] = {V(0), V(0), V(0), V(0), V(0)};  // MINRES's, or GMRES's one (m[0])
     bool with_r1 = false;
     __device__ Coefficients(const double* sc, double cg_alpha)
         : alpha(V(cg_alpha)), beta(V(sc[BETA])), omega(V(sc[OMEGA])) {}
@@ -280,6 +488,18 @@ __device__ __forceinline__ void minres_coefficients(Coefficients<V>& k, const do
         k.m[2] = V(sc[MR_DENOM]);
         k.m[3] = V(sc[MR_PHI]);
         k.m[4] = V(1.0 / sc[MR_BETA]);
+    }
+}
+
+// GMRES's one coefficient, rounded to V as SciPy's `tmp * v[k]`: GM_SCALE's 1 / h1 (or
+// 1 / ||v[0]||), GM_ARNOLDI's h[col, k] (k = flag), GM_ARNOLDI_LAST's h[col, col].
+template <class V, int OP>
+__device__ __forceinline__ void gmres_coefficient(Coefficients<V>& k, double* sc, const long long* st, const int flag) {
+    if (OP == GM_SCALE) {
+        k.m[0] = V(sc[GM_RECIPROCAL]);
+    } else if (OP == GM_ARNOLDI || OP == GM_ARNOLDI_LAST) {
+        const long long col = st[GM_COLS];
+        k.m[0] = V(GmresArrays(sc, st).column(col)[OP == GM_ARNOLDI ? (long long)flag : col]);
     }
 }
 
@@ -363,6 +583,35 @@ __device__ __forceinline__ void element(long long i, V* a, V* b, V* c, V* d, V* 
             acc[0] += double(x) * double(x);
         }
         b[i] = k.m[4] * z;  // the next iteration's v
+    } else if (OP == GM_NORM0) {  // a = v[0]: v[0].v[0]
+        acc[0] += double(a[i]) * double(a[i]);
+    } else if (OP == GM_SCALE) {  // a = v[col + 1] (or v[0]): a *= 1 / norm
+        a[i] = k.m[0] * a[i];
+    } else if (OP == GM_ARNOLDI_FIRST) {  // a = w, b = v[0], c = A v (with dinv): w = dinv A v; w.w, v[0].w
+        V w = a[i];
+        if (flag & FLAG_DINV) {
+            w = dinv[i] * c[i];
+            a[i] = w;
+        }
+        acc[0] += double(w) * double(w);
+        acc[1] += double(b[i]) * double(w);
+    } else if (OP == GM_ARNOLDI) {  // a = w, b = v[k], c = v[k + 1]: w -= h[col, k] v[k]; v[k + 1].w
+        const V w = a[i] - k.m[0] * b[i];
+        a[i] = w;
+        acc[0] += double(c[i]) * double(w);
+    } else if (OP == GM_ARNOLDI_LAST) {  // a = w, b = v[col]: w -= h[col, col] v[col]; w.w
+        const V w = a[i] - k.m[0] * b[i];
+        a[i] = w;
+        acc[0] += double(w) * double(w);
+    } else if (OP == GM_RESIDUAL) {  // a = r, b = b, c = A x, d = v[0] (with dinv): r = b - A x; r.r, v[0] = dinv r, v[0].v[0]
+        const V r = b[i] - c[i];
+        a[i] = r;
+        acc[0] += double(r) * double(r);
+        if (flag & FLAG_DINV) {
+            const V z = dinv[i] * r;
+            d[i] = z;
+            acc[1] += double(z) * double(z);
+        }
     }
 }
 
@@ -381,7 +630,19 @@ krylov_step(const long long n, V* a, V* b, V* c, V* d, V* e, V* f, const V* dinv
     const long long status = OP == DOT ? (long long)RUNNING : st[STATUS];
     const bool pending = OP == CG_P && st[PENDING] != 0;
     const bool half = (OP == BI_XR && status == HALF_PENDING) || (OP == CG_P && status != RUNNING);
-    if (status != RUNNING && !(OP == BI_XR && half) && !pending) return;  // uniform across the grid: frozen
+    if (cycle_end<OP>::value) {
+        if (status != GM_INNER_DONE) return;  // GMRES's cycle-end steps: only after the inner loop stopped
+    } else if (status != RUNNING && !(OP == BI_XR && half) && !pending) {
+        return;  // uniform across the grid: frozen
+    }
+    if (OP == GM_SOLVE) {  // launched with one block
+        gmres_solve(sc, st);
+        return;
+    }
+    if (OP == GM_UPDATE_X) {  // a = x, b = the basis (restart + 1 rows of n)
+        gmres_update_x<V>(n, a, b, sc, st);
+        return;
+    }
 
     double cg_alpha = 0.0;
     if (OP == CG_UPDATE && !(flag & FLAG_START)) {
@@ -398,6 +659,7 @@ krylov_step(const long long n, V* a, V* b, V* c, V* d, V* e, V* f, const V* dinv
     }
     Coefficients<V> k(sc, OP == CG_UPDATE ? cg_alpha : sc[ALPHA]);
     minres_coefficients<V, OP>(k, sc, st);
+    gmres_coefficient<V, OP>(k, sc, st, flag);
     double acc[2] = {0.0, 0.0};
     const long long stride = (long long)gridDim.x * BLOCK;
     if (OP == MR_UPDATE) {

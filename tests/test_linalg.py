@@ -595,6 +595,274 @@ def test_twin_minres_steps_by_hand(rng):
     assert sc[twin.RNORM] == sc[twin.MR_PHIBAR]
 
 
+# --------------------------------------------------------------------------- GMRES on the fused steps
+
+GMRES_PRECONDITIONERS = [None, "jacobi", "block2"]
+
+
+def _gmres_run(A, b, M=None, **kw):
+    """(x on the host, info, inner iterations, presid history) of one GMRES solve."""
+    result = solve(A, b, method="gmres", M=M, history=True, **kw)
+    return to_numpy(result.x), result.info, result.iterations, result.history
+
+
+@pytest.mark.parametrize("precond", GMRES_PRECONDITIONERS)
+def test_gmres_check_interval_never_changes_the_result(precond, rng):
+    """Batches of k inner iterations (frozen once a cycle's inner loop stopped, or the solve
+    ended) give bitwise the x, info, iteration count and history of checking every one."""
+    S = convection_diffusion(12)
+    b = rng.standard_normal(S.shape[0])
+    M = our_preconditioner(precond, S)
+    for kw in ({"restart": 7}, {"restart": 7, "maxiter": 3}, {"restart": 50}, {"restart": 1, "maxiter": 5}):
+        want = _gmres_run(S, b, M, rtol=1e-9, check_every=1, **kw)
+        assert len(want[3]) == want[2] > 0
+        for every in (2, 3, 5, 16):
+            got = _gmres_run(S, b, M, rtol=1e-9, check_every=every, **kw)
+            assert got[1:3] == want[1:3] and got[3] == want[3], (kw, every)
+            assert np.array_equal(got[0], want[0]), (kw, every)
+            x, info = gmres(S, b, rtol=1e-9, M=M, check_every=every, **kw)
+            assert info == want[1] and np.array_equal(x, want[0])
+
+
+@pytest.mark.parametrize("precond", GMRES_PRECONDITIONERS)
+def test_gmres_restart_cycles_limits_and_history_match_scipy(precond, rng):
+    """Many short cycles, cycle limits: SciPy's info, inner iteration count and presid per
+    inner iteration (its 'pr_norm' callback, times norm(b))."""
+    S = convection_diffusion(15)
+    b = rng.standard_normal(S.shape[0])
+    bnorm = np.linalg.norm(b)
+    for kw in ({"restart": 5, "rtol": 1e-8}, {"restart": 4, "maxiter": 6, "rtol": 1e-12},
+               {"restart": 10, "maxiter": 2, "rtol": 1e-12}):
+        presid_ref = []
+        x_ref, info_ref = sla.gmres(S, b, M=scipy_preconditioner(precond, S), callback=presid_ref.append,
+                                    callback_type="pr_norm", **kw)
+        x, info, iterations, history = _gmres_run(S, b, our_preconditioner(precond, S), **kw)
+        assert info == info_ref, kw
+        if info_ref > 0:
+            assert iterations == len(presid_ref), kw
+        assert abs(iterations - len(presid_ref)) <= 1 and len(history) == iterations
+        np.testing.assert_allclose(np.array(history[:12]) / bnorm, presid_ref[:12], rtol=1e-7)
+        np.testing.assert_allclose(x, x_ref, rtol=1e-6, atol=1e-6 * np.abs(x_ref).max())
+
+
+def test_gmres_exact_solution_breakdown_matches_scipy(rng):
+    """The Krylov space closes early (h1 <= eps h0): a multiple of the identity after one step,
+    three distinct eigenvalues after three. With rtol = 0 the outer test fails on rounding, and
+    SciPy then bails out with info = maxiter at a breakdown, or goes on at the rounding level;
+    one cycle (maxiter = 1) keeps the comparison out of that noise: the first cycle's
+    arithmetic is SciPy's. The info, iteration count and x match SciPy's, and x is finite."""
+    n = 9
+    for A in (sp.csr_array(sp.eye_array(n)), sp.csr_array(3.0 * sp.eye_array(n)),
+              sp.csr_array(sp.diags_array(np.repeat([1.0, 2.0, 5.0], 3)))):
+        b = rng.standard_normal(n)
+        for rtol, maxiter in ((0.0, 1), (1e-5, 4), (1e-10, 4)):
+            presid_ref = []
+            x_ref, info_ref = sla.gmres(A, b, rtol=rtol, atol=0.0, maxiter=maxiter, callback=presid_ref.append,
+                                        callback_type="pr_norm")
+            for every in (1, 3):
+                x, info, iterations, history = _gmres_run(A, b, rtol=rtol, maxiter=maxiter, check_every=every)
+                assert info == info_ref and iterations == len(presid_ref) == len(history)
+                assert np.isfinite(x).all()
+                np.testing.assert_allclose(x, x_ref, rtol=1e-12, atol=1e-14)
+    x, info, iterations, _ = _gmres_run(sp.csr_array(sp.eye_array(n)), np.arange(1.0, n + 1))
+    assert (info, iterations) == (0, 1)
+    np.testing.assert_allclose(x, np.arange(1.0, n + 1), rtol=1e-15)
+
+
+def test_gmres_callbacks_match_scipy_at_any_check_interval(rng):
+    """'legacy' (maxiter counts inner iterations) and 'pr_norm' are called per inner iteration
+    with presid / norm(b), 'x' per cycle with x; check_every changes none of it."""
+    S = convection_diffusion(12)
+    b = rng.standard_normal(S.shape[0])
+    for callback_type in ("legacy", "pr_norm", "x"):
+        kw = {"rtol": 1e-9, "restart": 8, "maxiter": 13, "callback_type": callback_type}
+        ref = []
+        x_ref, info_ref = sla.gmres(S, b, callback=lambda a: ref.append(np.copy(a)), **kw)
+        for every in (1, 5):
+            got = []
+            x, info = gmres(S, b, callback=lambda a: got.append(np.copy(a)), check_every=every, **kw)
+            assert info == info_ref and len(got) == len(ref), (callback_type, every)
+            np.testing.assert_allclose(np.array(got), np.array(ref), rtol=1e-6, atol=1e-12)
+            np.testing.assert_allclose(x, x_ref, rtol=1e-6, atol=1e-10)
+
+
+def test_gmres_nonfinite_and_singular_preconditioner_return_negative_info():
+    nan_matrix = sp.csr_array(np.array([[2.0, np.nan], [np.nan, 2.0]]))
+    result = solve(nan_matrix, np.array([1.0, 1.0]), method="gmres", history=True)
+    assert result.info == twin.NONFINITE and result.iterations == 0 and result.history == []
+    assert np.isfinite(result.x).all()
+    # M r = 0 with r != 0: SciPy would divide by zero; here a breakdown before any iteration.
+    x, info = gmres(poisson2d(3), np.ones(9), M=sla.aslinearoperator(sp.csr_array((9, 9))))
+    assert info == twin.DENOMINATOR_BREAKDOWN and not x.any()
+
+
+def test_gmres_and_minres_take_check_every():
+    S = poisson2d(6)
+    b = np.linspace(1.0, 2.0, 36)
+    for solver in (gmres, minres):
+        with pytest.raises(ValueError, match="check_every"):
+            solver(S, b, check_every=0)
+        x1, info1 = solver(S, b, rtol=1e-9, check_every=1)
+        x, info = solver(S, b, rtol=1e-9, check_every=7)
+        assert info == info1 == 0 and np.array_equal(x, x1)
+
+
+def test_twin_mirrors_the_kernels_numbers():
+    """Slots, words, status codes, op codes and flags: the same numbers in kernels/krylov.cu."""
+    import re
+
+    from sparsegpu._kernels import read_source
+
+    source = read_source("krylov.cu")
+    names = 0
+    for block in re.findall(r"enum (?:Slot|Word|Status|Op|Flag) \{(.*?)\};", source, re.S):
+        for name, value in re.findall(r"\b([A-Z][A-Z0-9_]*) = (-?\d+)", block):
+            assert getattr(twin, name) == int(value), name
+            names += 1
+    assert names > 70
+    assert (twin.OPS, twin.WORDS) == (twin.GM_RESIDUAL + 1, twin.GM_LEGACY + 1)
+
+
+def test_twin_lartg_is_lapacks(rng):
+    from scipy.linalg import get_lapack_funcs
+
+    lartg = get_lapack_funcs("lartg", dtype=np.float64)
+    values = rng.standard_normal((3000, 2)) * 10.0 ** rng.integers(-300, 300, (3000, 2))
+    values[::7, 1] = 0.0
+    values[::11, 0] = 0.0
+    for f, g in values:
+        assert twin.lartg(float(f), float(g)) == tuple(float(t) for t in lartg(f, g)), (f, g)
+
+
+def test_graph_cache_launches_each_run_once(monkeypatch):
+    """GraphCache: a key's first run is eager, its second captures and launches the graph,
+    later runs replay it; a failed capture leaves everything eager."""
+    from sparsegpu.linalg import _fused
+
+    class FakeGraph:
+        def __init__(self, launches):
+            self.launch = launches
+
+    for capturable in (True, False):
+        captures = []
+        monkeypatch.setattr(_fused, "capture_graph",
+                            lambda launches: captures.append(1) or (FakeGraph(launches) if capturable else None))
+        cache = _fused.GraphCache(_fused.FusedWorkspace("cpu", 3, np.dtype(np.float64), 0.0, 1))
+        assert not cache.enabled  # the CPU backend never captures
+        cache.enabled = True
+        calls = []
+        for _ in range(4):
+            for key in (0, "end of cycle"):
+                cache.run(key, lambda key=key: calls.append(key))
+        assert calls == [0, "end of cycle"] * 4
+        assert len(captures) == (2 if capturable else 1) and cache.enabled == capturable
+
+
+def _gmres_state(restart, col, rng):
+    """Scalars of a GMRES inner iteration in flight: random Hessenberg (diagonal away from 0),
+    rotations, S; the workspace's words for column col."""
+    sc = np.zeros(twin.SLOTS + twin.gmres_slots(restart))
+    st = np.zeros(twin.WORDS, np.int64)
+    st[twin.MAXITER], st[twin.HISTCAP], st[twin.COUNT] = 50, 8, 3
+    st[twin.GM_RESTART], st[twin.GM_COLS] = restart, col
+    sc[twin.ATOL] = 1e-3
+    sc[twin.GM_PTOL], sc[twin.GM_FACTOR], sc[twin.GM_EPS] = 1e-6, 0.5, np.finfo(np.float64).eps
+    sc[twin.GM_H0], sc[twin.GM_RECIPROCAL], sc[twin.GM_PRESID] = 3.0, 0.7, 1e-2
+    h, givens, S = twin.gmres_arrays(sc, st)
+    h[...] = rng.standard_normal(h.shape)
+    h[np.arange(restart), np.arange(restart)] += 4.0
+    angles = rng.uniform(0.0, 2 * np.pi, restart)
+    givens[:, 0], givens[:, 1] = np.cos(angles), np.sin(angles)
+    S[...] = rng.standard_normal(restart + 1)
+    return sc, st
+
+
+def _gmres_step_arguments(op, flag, basis, vecs, col):
+    """The vectors of one GMRES step by role (works for NumPy and CuPy arrays alike); vecs are
+    x or r, b, a product (A v or A x), and one more."""
+    if op == twin.GM_NORM0:
+        return (basis[0],)
+    if op == twin.GM_SCALE:
+        return (basis[col + 1],)
+    if op == twin.GM_ARNOLDI_FIRST:
+        return basis[col + 1], basis[0], vecs[2]
+    if op == twin.GM_ARNOLDI:
+        return basis[col + 1], basis[flag], basis[flag + 1]
+    if op == twin.GM_ARNOLDI_LAST:
+        return basis[col + 1], basis[col]
+    if op == twin.GM_SOLVE:
+        return ()
+    if op == twin.GM_UPDATE_X:
+        return vecs[0], basis
+    if flag == twin.FLAG_START:  # GM_RESIDUAL forming v[0] = r itself
+        return basis[0], vecs[1], vecs[2]
+    return vecs[0], vecs[1], vecs[2], basis[0]
+
+
+GMRES_STEPS = [
+    (twin.GM_NORM0, 0, twin.RUNNING),
+    (twin.GM_SCALE, 0, twin.RUNNING),
+    (twin.GM_ARNOLDI_FIRST, 0, twin.RUNNING),
+    (twin.GM_ARNOLDI_FIRST, twin.FLAG_DINV, twin.RUNNING),
+    (twin.GM_ARNOLDI, 1, twin.RUNNING),
+    (twin.GM_ARNOLDI_LAST, 0, twin.RUNNING),
+    (twin.GM_SOLVE, 0, twin.GM_INNER_DONE),
+    (twin.GM_UPDATE_X, 0, twin.GM_INNER_DONE),
+    (twin.GM_RESIDUAL, 0, twin.GM_INNER_DONE),
+    (twin.GM_RESIDUAL, twin.FLAG_START, twin.GM_INNER_DONE),
+    (twin.GM_RESIDUAL, twin.FLAG_START | twin.FLAG_DINV, twin.GM_INNER_DONE),
+]
+
+
+def _gmres_case(op, flag, status, n, dtype, rng):
+    restart, col = 4, 2
+    sc, st = _gmres_state(restart, col, rng)
+    st[twin.STATUS] = status
+    if op in twin.CYCLE_END_OPS:
+        st[twin.GM_COLS] = col + 1  # the cycle ended after column col
+    basis = rng.standard_normal((restart + 1, n)).astype(dtype)
+    vecs = [rng.standard_normal(n).astype(dtype) for _ in range(4)]
+    dinv = (rng.random(n) + 0.5).astype(dtype)
+    return col, sc, st, basis, vecs, dinv
+
+
+def test_twin_gmres_steps_freeze_outside_their_phase(rng):
+    """Inner steps do nothing once the inner loop stopped (or the solve ended); cycle-end steps
+    do nothing unless the inner loop stopped."""
+    for op, flag, status in GMRES_STEPS:
+        for other in (twin.CONVERGED, twin.NONFINITE, twin.RUNNING if status != twin.RUNNING else twin.GM_INNER_DONE):
+            col, sc, st, basis, vecs, dinv = _gmres_case(op, flag, status, 6, np.float64, rng)
+            st[twin.STATUS] = other
+            before = basis.copy(), [v.copy() for v in vecs], sc.copy(), st.copy()
+            args = _gmres_step_arguments(op, flag, basis, vecs, col)
+            twin.krylov_step(op, 6, *args, *([None] * (6 - len(args))), dinv, flag, sc, st)
+            assert np.array_equal(basis, before[0]) and all(np.array_equal(a, b) for a, b in zip(vecs, before[1]))
+            assert np.array_equal(sc, before[2]) and np.array_equal(st, before[3]), (op, flag, other)
+
+
+def test_twin_gmres_column_by_hand(rng):
+    """GM_ARNOLDI_LAST's epilogue on column col: SciPy's rotations, lartg, S and presid."""
+    col, sc, st, basis, vecs, dinv = _gmres_case(twin.GM_ARNOLDI_LAST, 0, twin.RUNNING, 8, np.float64, rng)
+    h, givens, S = (a.copy() for a in twin.gmres_arrays(sc, st))
+    w, v = basis[col + 1].copy(), basis[col].copy()
+    twin.krylov_step(twin.GM_ARNOLDI_LAST, 8, basis[col + 1], basis[col], None, None, None, None, None, 0, sc, st)
+    w -= h[col, col] * v
+    np.testing.assert_array_equal(basis[col + 1], w)
+    h1 = np.linalg.norm(w)
+    h[col, col + 1] = h1
+    for k in range(col):
+        c, s = givens[k]
+        h[col, k], h[col, k + 1] = c * h[col, k] + s * h[col, k + 1], -s * h[col, k] + c * h[col, k + 1]
+    c, s, mag = twin.lartg(h[col, col], h[col, col + 1])
+    got_h, got_givens, got_S = twin.gmres_arrays(sc, st)
+    np.testing.assert_allclose(got_h[col], np.r_[h[col, : col], mag, 0.0, h[col, col + 2 :]], rtol=1e-13)
+    np.testing.assert_allclose(got_givens[col], [c, s], rtol=1e-13)
+    np.testing.assert_allclose(got_S[col : col + 2], [c * S[col], -s * S[col]], rtol=1e-13)
+    assert sc[twin.GM_PRESID] == pytest.approx(abs(s * S[col]), rel=1e-13)
+    assert sc[twin.GM_RECIPROCAL] == pytest.approx(1 / h1, rel=1e-13)
+    assert st[twin.COUNT] == 4 and st[twin.GM_COLS] == col + 1 and st[twin.STATUS] == twin.RUNNING
+
+
 # --------------------------------------------------------------------------- GPU
 
 
@@ -865,3 +1133,117 @@ def test_gpu_minres_breakdowns_and_istop():
     b32 = np.random.default_rng(0).standard_normal(1600).astype(np.float32)
     x, info = minres(sparsegpu.from_scipy(S32, backend="gpu"), cp.asarray(b32), rtol=1e-4, maxiter=3000)
     assert info == 0 and x.dtype == cp.float32
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 255, 70_001])
+@pytest.mark.parametrize("op, flag, status", GMRES_STEPS)
+def test_fused_gmres_step_matches_twin(op, flag, status, n, dtype, rng):
+    import cupy as cp
+
+    from sparsegpu.linalg._fused import FusedWorkspace
+
+    col, sc, st, basis, vecs, dinv = _gmres_case(op, flag, status, n, dtype, rng)
+    outputs = {(twin.GM_ARNOLDI_FIRST, twin.FLAG_DINV): 0, (twin.GM_RESIDUAL, twin.FLAG_START | twin.FLAG_DINV): 3}
+    host_args = _gmres_step_arguments(op, flag, basis, vecs, col)
+    if (op, flag) in outputs:
+        host_args[outputs[op, flag]][:] = np.nan  # an output only: poisoned so unwritten entries show
+    if (op, flag) == (twin.GM_RESIDUAL, twin.FLAG_START):
+        basis[0][:] = np.nan  # v[0] = r is written, never read
+    device_basis, device_vecs = cp.asarray(basis), [cp.asarray(v) for v in vecs]
+    device_args = _gmres_step_arguments(op, flag, device_basis, device_vecs, col)
+    ws = FusedWorkspace("gpu", n, np.dtype(dtype), 1e-3, 50, history_ring=8, gmres_restart=4)
+    ws.sc[...] = cp.asarray(sc)
+    ws.st[...] = cp.asarray(st)
+    host_hist = np.full(8, np.nan)
+    padding = [None] * (6 - len(host_args))
+    ws.step(op, *device_args, *padding, dinv=cp.asarray(dinv), flag=flag)
+    twin.krylov_step(op, n, *host_args, *padding, dinv, flag, sc, st, host_hist)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(to_numpy(device_basis), basis, rtol=tol, atol=tol)
+    for got, want in zip(device_vecs, vecs):
+        np.testing.assert_allclose(to_numpy(got), want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(to_numpy(ws.sc), sc, rtol=1e-9 if dtype == np.float64 else 1e-5, atol=1e-300)
+    np.testing.assert_array_equal(to_numpy(ws.st), st)
+    np.testing.assert_allclose(to_numpy(ws.history), host_hist, rtol=1e-9 if dtype == np.float64 else 1e-5)
+    assert int(ws.counter[0]) == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precond", GMRES_PRECONDITIONERS)
+@pytest.mark.parametrize("restart", [10, 30])
+@pytest.mark.parametrize("fmt", ["csr", "ell"])
+def test_gpu_gmres_matches_twin_and_scipy(precond, restart, fmt, rng):
+    """GMRES on the GPU against the CPU twin (the same steps) and SciPy: iteration counts,
+    presid history, x; and bitwise reproducible run to run."""
+    S = convection_diffusion(30)
+    b = rng.standard_normal(S.shape[0])
+    M = our_preconditioner(precond, S)
+    kw = {"rtol": 1e-8, "restart": restart}
+    ref = solve(sparsegpu.from_scipy(S, backend="cpu"), b, method="gmres", M=M, history=True, **kw)
+    A = sparsegpu.from_scipy(S, format=fmt, backend="gpu", **({"max_fill": None} if fmt == "ell" else {}))
+    got = solve(A, b, method="gmres", M=M, history=True, **kw)
+    x_ref, info_ref, its_ref = counting(sla.gmres, S, b, M=scipy_preconditioner(precond, S), **kw)
+    assert got.info == ref.info == info_ref == 0
+    assert abs(got.iterations - ref.iterations) <= 1 and abs(got.iterations - its_ref) <= 1
+    assert len(got.history) == got.iterations
+    np.testing.assert_allclose(got.history[:10], ref.history[:10], rtol=1e-8)
+    np.testing.assert_allclose(to_numpy(got.x), ref.x, rtol=1e-5, atol=1e-5 * np.abs(ref.x).max())
+    np.testing.assert_allclose(to_numpy(got.x), x_ref, rtol=1e-5, atol=1e-5 * np.abs(x_ref).max())
+    assert np.linalg.norm(b - S @ to_numpy(got.x)) <= 1.5e-8 * np.linalg.norm(b)
+    again = solve(A, b, method="gmres", M=M, history=True, **kw)
+    assert np.array_equal(to_numpy(again.x), to_numpy(got.x)) and again.history == got.history
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precond", GMRES_PRECONDITIONERS)
+def test_gpu_gmres_check_interval_never_changes_the_result(precond, rng):
+    """Every check interval, with the batches and cycle ends replayed as CUDA graphs, gives
+    bitwise the x, info, iteration count and history of eager launches checked every inner
+    iteration; so do the per-iteration callbacks."""
+    import cupy as cp
+
+    from sparsegpu.linalg import _fused
+
+    S = convection_diffusion(30)
+    b = cp.asarray(rng.standard_normal(S.shape[0]))
+    A = sparsegpu.from_scipy(S, backend="gpu")
+    M = our_preconditioner(precond, S)
+    for kw in ({"restart": 10}, {"restart": 7, "maxiter": 3}, {"restart": 1, "maxiter": 5}, {"restart": 40}):
+        saved = _fused.USE_CUDA_GRAPHS
+        _fused.USE_CUDA_GRAPHS = False
+        try:
+            want = _gmres_run(A, b, M, rtol=1e-9, check_every=1, **kw)  # eager, read every iteration
+        finally:
+            _fused.USE_CUDA_GRAPHS = saved
+        assert len(want[3]) == want[2] > 0
+        for every in (1, 2, 3, 5, 16):
+            got = _gmres_run(A, b, M, rtol=1e-9, check_every=every, **kw)
+            assert got[1:3] == want[1:3] and got[3] == want[3], (kw, every)
+            assert np.array_equal(got[0], want[0]), (kw, every)
+    presids = []
+    x, info = gmres(A, b, rtol=1e-9, M=M, restart=10, callback=presids.append, callback_type="pr_norm")
+    want = _gmres_run(A, b, M, rtol=1e-9, restart=10, check_every=16)
+    assert info == want[1] == 0 and len(presids) == want[2]
+    assert np.array_equal(to_numpy(x), want[0])
+    np.testing.assert_allclose(presids, np.array(want[3]) / float(cp.linalg.norm(b)), rtol=1e-14)
+
+
+@pytest.mark.gpu
+def test_gpu_gmres_breakdowns_and_float32(rng):
+    import cupy as cp
+
+    nan_matrix = sparsegpu.from_scipy(sp.csr_array(np.array([[2.0, np.nan], [np.nan, 2.0]])), backend="gpu")
+    x, info = gmres(nan_matrix, cp.asarray([1.0, 1.0]))
+    assert info == twin.NONFINITE and bool(cp.isfinite(x).all())
+    A = sparsegpu.from_scipy(sp.csr_array(3.0 * sp.eye_array(5)), backend="gpu")
+    result = solve(A, cp.arange(1.0, 6.0), method="gmres")
+    assert result.info == 0 and result.iterations == 1
+    np.testing.assert_allclose(to_numpy(result.x), np.arange(1.0, 6.0) / 3.0, rtol=1e-15)
+    S = convection_diffusion(40).astype(np.float32)
+    b = rng.standard_normal(S.shape[0]).astype(np.float32)
+    for M in (None, jacobi(S)):
+        x, info = gmres(sparsegpu.from_scipy(S, backend="gpu"), cp.asarray(b), rtol=1e-4, restart=30, M=M)
+        assert info == 0 and x.dtype == cp.float32
+        assert np.linalg.norm(b - S.astype(np.float64) @ x.get().astype(np.float64)) <= 2e-4 * np.linalg.norm(b)

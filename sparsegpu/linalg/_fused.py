@@ -1,13 +1,18 @@
-"""The device side of CG, BiCGSTAB and MINRES: scalar slots, status words, and the fused steps of
-kernels/krylov.cu (their NumPy twin on the CPU backend).
+"""The device side of CG, BiCGSTAB, MINRES and GMRES: scalar slots, status words, and the fused
+steps of kernels/krylov.cu (their NumPy twin on the CPU backend).
 
 A :class:`FusedWorkspace` owns everything a solve needs besides the vectors: ``sc`` (float64
-scalar slots: atol, rho, alpha, beta, omega, last residual norm, rho tolerance, and MINRES's
-recurrence), ``st`` (int64 words: status, completed iterations, iteration limit, history ring
-length, MINRES's istop), the block partial
-sums and the ticket counter of the deterministic reductions, and the optional ring of residual
-norms. Nothing here reads a value back to the host except :meth:`FusedWorkspace.read` and
-:meth:`StatusSnapshot.wait`, which the solvers call once per batch of iterations.
+scalar slots: atol, rho, alpha, beta, omega, last residual norm, rho tolerance, MINRES's
+recurrence, GMRES's ptol and presid; for GMRES followed by its Hessenberg matrix, Givens
+rotations and rhs S), ``st`` (int64 words: status, completed iterations, iteration limit,
+history ring length, MINRES's istop, GMRES's restart, column, cycle and breakdown words), the
+block partial sums and the ticket counter of the deterministic reductions, and the optional
+ring of residual norms. Nothing here reads a value back to the host except
+:meth:`FusedWorkspace.read` and :meth:`StatusSnapshot.wait`, which the solvers call once per
+batch of iterations, and :meth:`FusedWorkspace.slot` (GMRES's per-iteration callbacks).
+
+:class:`BatchLauncher` replays a batch of identical iterations as a CUDA graph;
+:class:`GraphCache` replays keyed launch sequences (GMRES's batches and cycle ends).
 
 :func:`vector_dot` is the deterministic dot product (kernels/krylov.cu op DOT) that
 ``SparseMatrix.spmv_dot`` and :meth:`~sparsegpu.linalg._operator.Operator.apply_dot` fall back
@@ -69,16 +74,18 @@ class FusedWorkspace:
     """Scalars, status and reduction scratch for one fused solve on one backend."""
 
     def __init__(self, where: Backend, n: int, dtype: np.dtype, atol: float, maxiter: int,
-                 history_ring: int = 0) -> None:
+                 history_ring: int = 0, gmres_restart: int = 0) -> None:
         xp = array_module(where)
         self.backend, self.n, self.dtype, self.xp = where, n, np.dtype(dtype), xp
-        sc = np.zeros(twin.SLOTS, np.float64)
+        # GMRES's Hessenberg matrix, rotations and rhs follow the fixed slots.
+        sc = np.zeros(twin.SLOTS + (twin.gmres_slots(gmres_restart) if gmres_restart else 0), np.float64)
         sc[twin.ATOL] = atol
         # SciPy's BiCGSTAB tolerance for rho and omega: eps**2 of the working dtype.
         sc[twin.RHOTOL] = float(np.finfo(self.dtype).eps) ** 2
         st = np.zeros(twin.WORDS, np.int64)
         st[twin.MAXITER] = maxiter
         st[twin.HISTCAP] = max(history_ring, 1)
+        st[twin.GM_RESTART] = gmres_restart
         self.sc, self.st = xp.asarray(sc), xp.asarray(st)
         #: Where the operator's spmv_dot leaves p.Ap for CG_UPDATE (a view of sc).
         self.pq = self.sc[twin.PQ : twin.PQ + 1]
@@ -97,9 +104,10 @@ class FusedWorkspace:
     def empty(self) -> Any:
         return self.xp.empty(self.n, self.dtype)
 
-    def step(self, op: int, a: Any, b: Any = None, c: Any = None, d: Any = None, e: Any = None,
+    def step(self, op: int, a: Any = None, b: Any = None, c: Any = None, d: Any = None, e: Any = None,
              f: Any = None, dinv: Any = None, flag: int = 0) -> None:
-        """One fused step (kernels/krylov.cu ``krylov_step<V, op>``, or its twin)."""
+        """One fused step (kernels/krylov.cu ``krylov_step<V, op>``, or its twin). GM_SOLVE
+        runs on one block (it has no vectors)."""
         if self.backend == "cpu":
             twin.krylov_step(op, self.n, a, b, c, d, e, f, dinv, flag, self.sc, self.st, self.history)
             return
@@ -107,7 +115,7 @@ class FusedWorkspace:
         vectors = tuple(dummy if v is None else v for v in (a, b, c, d, e, f, dinv))
         history = NULL_POINTER if self.history is None else self.history
         self.kernels[op](
-            (self.grid,), (BLOCK,),
+            (1 if op == twin.GM_SOLVE else self.grid,), (BLOCK,),
             (self.n_arg, *vectors, np.int32(flag), self.sc, self.st, self.partials, self.counter, history),
         )
 
@@ -121,6 +129,17 @@ class FusedWorkspace:
     def snapshots(self) -> tuple[StatusSnapshot, StatusSnapshot]:
         """Two asynchronous readers of the status words (GPU only), for pipelined batches."""
         return StatusSnapshot(self.st), StatusSnapshot(self.st)
+
+    def set_words(self, values: dict[int, int]) -> None:
+        """Write status words (setup, before the first step)."""
+        st = np.asarray(self.st.get() if self.backend == "gpu" else self.st, np.int64).copy()
+        for word, value in values.items():
+            st[word] = value
+        self.st[...] = self.xp.asarray(st)
+
+    def slot(self, index: int) -> float:
+        """One scalar slot, read back (a synchronisation on the GPU)."""
+        return float(self.sc[index : index + 1].get()[0] if self.backend == "gpu" else self.sc[index])
 
     def read(self) -> tuple[int, int]:
         """(status, completed iterations): the one host read per batch (a synchronisation on
@@ -240,26 +259,67 @@ class BatchLauncher:
         return max(launched, count)
 
     def _capture(self) -> Any:
-        import cupy
-
-        stream = cupy.cuda.get_current_stream()
-        try:
-            stream.begin_capture()
-        except Exception:  # an old driver or CuPy: stay eager
-            self.use_graph = False
-            return None
-        try:
+        def iterations() -> None:
             for _ in range(self.graph_iterations):
                 self.iteration()
-        except Exception:  # an operator did something a graph cannot hold: stay eager
-            try:
-                stream.end_capture()
-            except Exception:
-                pass
+
+        graph = capture_graph(iterations)
+        if graph is None:
             self.use_graph = False
-            return None
+        return graph
+
+
+def capture_graph(launches: Callable[[], None]) -> Any:
+    """``launches()`` captured on the current stream as a CUDA graph, or None when it cannot be
+    (an old driver or CuPy, or an operator that reads the device or allocates: nothing ran
+    then, the caller launches eagerly)."""
+    import cupy
+
+    stream = cupy.cuda.get_current_stream()
+    try:
+        stream.begin_capture()
+    except Exception:  # an old driver or CuPy: stay eager
+        return None
+    try:
+        launches()
+    except Exception:  # an operator did something a graph cannot hold: stay eager
         try:
-            return stream.end_capture()
+            stream.end_capture()
         except Exception:
-            self.use_graph = False
-            return None
+            pass
+        return None
+    try:
+        return stream.end_capture()
+    except Exception:
+        return None
+
+
+class GraphCache:
+    """Runs fixed launch sequences by key (GMRES: a batch of inner iterations from a given
+    column, the end of a cycle), as CUDA graphs on the GPU: the first run of a key is eager
+    (kernels compile, operators build their plans and scratch), the second captures a graph
+    and launches it, later runs replay it. The graph holds the same kernels with the same
+    arguments, so results are bitwise those of eager launches. Eager on the CPU, with
+    USE_CUDA_GRAPHS off, and for good once a capture fails."""
+
+    def __init__(self, ws: FusedWorkspace) -> None:
+        self.enabled = USE_CUDA_GRAPHS and ws.backend == "gpu"
+        self.graphs: dict[Any, Any] = {}
+        self.seen: set[Any] = set()
+
+    def run(self, key: Any, launches: Callable[[], None]) -> None:
+        graph = self.graphs.get(key)
+        if graph is not None:
+            graph.launch()
+            return
+        if not self.enabled or key not in self.seen:
+            self.seen.add(key)
+            launches()
+            return
+        graph = capture_graph(launches)
+        if graph is None:
+            self.enabled = False
+            launches()
+            return
+        self.graphs[key] = graph
+        graph.launch()

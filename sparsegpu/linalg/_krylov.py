@@ -1,8 +1,7 @@
 """CG, BiCGSTAB, GMRES and MINRES with SciPy's signatures, semantics and stopping tests.
 
-CG, BiCGSTAB and MINRES run on the fused steps of kernels/krylov.cu (twins on the CPU backend):
-their scalars live on the device and the host reads the status word once every ``check_every``
-iterations. Iterations launched after convergence, breakdown or the iteration limit change
+All four run on the fused steps of kernels/krylov.cu (twins on the CPU backend): their scalars
+live on the device and the host reads the status word once every ``check_every`` iterations. Iterations launched after convergence, breakdown or the iteration limit change
 nothing (every step is frozen by the device status), so the result is the iterate of the first
 converged step, exactly as if the test ran on the host every iteration.
 
@@ -19,10 +18,16 @@ reductions run SciPy's whole scalar recurrence (Lanczos coefficients, Givens rot
 phibar, the Anorm, ynorm and Acond estimates) and every stopping test of SciPy's minres; the
 setup reads beta1 from the device once.
 
-GMRES still follows SciPy line by line over the operator interface and array operations of the
-backend; its scalar work (the Arnoldi coefficients, Givens rotations, residual estimate and
-the least-squares solve) runs on the host, which costs a synchronisation per dot product on
-the GPU.
+GMRES (SciPy's arithmetic, so iteration counts match) keeps its Hessenberg matrix, Givens rotations, rhs
+and residual estimate in device slots: an inner iteration is the operator's product and col + 3
+fused steps (one modified Gram-Schmidt reduction per basis vector, the rotations and the inner
+tests in the last one's epilogue, the scaling of the new basis vector); the end of a cycle (the
+triangular solve on one block, x += V^T y, r = b - A x with the outer tests and the ptol
+update, the next v[0]) runs on the device too. The host reads the status every
+``check_every`` inner iterations of a cycle and after the cycle's end (once per cycle when
+``check_every >= restart``). Batches start at the same columns in every cycle, so on the GPU
+each batch, and the end of a cycle, is captured once as a CUDA graph (in the second cycle; the
+first runs eagerly) and replayed.
 
 A ``callback`` costs one synchronisation per iteration on the GPU (and a download of x when b
 is a NumPy array).
@@ -30,16 +35,17 @@ is a NumPy array).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
-from scipy.linalg import get_lapack_funcs
 
 from sparsegpu.linalg._fused import (
     BatchLauncher,
     FusedWorkspace,
+    GraphCache,
     history_ring_length,
     solver_stream,
     vector_dot,
@@ -206,11 +212,29 @@ def bicgstab_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol
 def gmres_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
                   restart: int | None = None, maxiter: int | None = None, M: Any = None,
                   callback: Callable | None = None, callback_type: str | None = None,
-                  history: bool = False) -> tuple[System, Outcome]:
-    """GMRES, returning the full :class:`Outcome` (see :func:`gmres`). A port of SciPy 1.17's
-    ``gmres`` (left preconditioning, modified Gram-Schmidt, Givens rotations, gh-8400's inner
-    tolerance control); ``history`` holds the preconditioned residual estimate of every inner
-    iteration."""
+                  check_every: int | None = None, history: bool = False) -> tuple[System, Outcome]:
+    """GMRES, returning the full :class:`Outcome` (see :func:`gmres`): SciPy 1.17's ``gmres``
+    (left preconditioning, modified Gram-Schmidt, Givens rotations, gh-8400's inner tolerance
+    control) on the fused steps of kernels/krylov.cu; ``history`` holds the preconditioned
+    residual estimate presid of every inner iteration.
+
+    The setup reads the device a few times (norm(M b), norm(r0), writing the slots). Inner
+    iteration col is the operator's product (and M's apply; a Jacobi M is fused into
+    GM_ARNOLDI_FIRST), then col + 3 fused steps: GM_ARNOLDI_FIRST (h0, h[col, 0]), GM_ARNOLDI
+    for k < col, GM_ARNOLDI_LAST (h1, whose epilogue applies the Givens rotations, updates S and
+    presid and runs the inner tests) and GM_SCALE (v[col + 1] = w / h1). The end of a cycle is
+    GM_SOLVE (the triangular solve, one block), GM_UPDATE_X, the product A x and GM_RESIDUAL
+    (r, the outer tests, ptol; without M or with Jacobi it also forms the next v[0]), then
+    GM_SCALE. The host reads the status after every ``check_every`` inner iterations of a cycle
+    and after the cycle's end (once per cycle when ``check_every >= restart``); inner steps
+    launched after the cycle's inner loop stopped, and everything after the solve ended, are
+    frozen on the device, so x does not depend on ``check_every``. On the GPU each batch (keyed
+    by its first column) and the end of a cycle run as CUDA graphs from their second run on
+    (:class:`~sparsegpu.linalg._fused.GraphCache`). A callback of type ``'legacy'`` or
+    ``'pr_norm'`` reads the status and presid after every inner iteration, ``'x'`` after every
+    cycle. A non-finite value gives info -1 and x the last finite iterate (x changes only at a
+    cycle's end, after the triangular solve checked y); a zero M r gives info -11.
+    """
     if callback_type is None:
         callback_type = "legacy"
     if callback_type not in ("x", "pr_norm", "legacy"):
@@ -219,106 +243,114 @@ def gmres_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: f
         callback_type = None
     if restart is not None and int(restart) < 1:
         raise ValueError(f"gmres: restart must be a positive integer, got {restart}")
-    system = prepare("gmres", A, b, x0, rtol, atol, M, fuse_jacobi=False)
+    system = prepare("gmres", A, b, x0, rtol, atol, M, fuse_jacobi=True)
     n, xp, bnrm2, atol_ = system.n, system.xp, system.bnorm, system.atol
     maxiter = system.maxiter = check_maxiter("gmres", maxiter, 10 * n)
+    every = _check_every(system, check_every)
     if bnrm2 == 0:
         return system, Outcome(system.b.copy(), 0, 0, [])
-    x, dtype = system.x, system.dtype
-    eps = float(np.finfo(dtype).eps)
+    x, dtype, dinv, general = system.x, system.dtype, system.dinv, system.M
     restart = min(20 if restart is None else int(restart), n)
-    work = xp.empty(n, dtype)
-    Mb_nrm2 = system.norm(system.precondition(system.b, work))
-    ptol_max_factor = 1.0
-    ptol = Mb_nrm2 * min(ptol_max_factor, atol_ / bnrm2)
-    presid = 0.0
-    lartg = get_lapack_funcs("lartg", dtype=np.float64)  # the Hessenberg work is float64
-    v = xp.empty((restart + 1, n), dtype)
-    h = np.zeros((restart, restart + 1), np.float64)
-    givens = np.zeros((restart, 2), np.float64)
-    av, w = xp.empty(n, dtype), xp.empty(n, dtype)
-    recorded: list[float] = []
-    inner_iter = 0
-    rnorm = math.inf
+    basis = xp.empty((restart + 1, n), dtype)  # SciPy's v; w lives in row col + 1
+    v = list(basis)  # its rows, made once (views: the kernels get their pointers)
+    Mb_nrm2 = system.norm(system.precondition(system.b, basis[0]))
+    ptol = Mb_nrm2 * min(1.0, atol_ / bnrm2)
     r = initial_residual(system)
     if system.norm(r) < atol_:
-        return system, Outcome(x, 0, 0, recorded)
-    for _cycle in range(maxiter):
-        system.precondition(r, v[0])
-        tmp = system.norm(v[0])
-        if not math.isfinite(tmp):
-            return system, Outcome(x, codes.NONFINITE, inner_iter, recorded)
-        v[0] *= dtype.type(1 / tmp)
-        S = np.zeros(restart + 1, np.float64)
-        S[0] = tmp
-        breakdown = False
-        for col in range(restart):
-            system.A.apply(v[col], av)
-            system.precondition(av, w)
-            h0 = system.norm(w)
-            for k in range(col + 1):
-                coefficient = float(xp.dot(v[k], w))
-                h[col, k] = coefficient
-                w -= dtype.type(coefficient) * v[k]
-            h1 = system.norm(w)
-            if not (math.isfinite(h0) and math.isfinite(h1)):
-                return system, Outcome(x, codes.NONFINITE, inner_iter, recorded)
-            h[col, col + 1] = h1
-            v[col + 1] = w
-            if h1 <= eps * h0:  # exact solution indicator
-                h[col, col + 1] = 0
-                breakdown = True
-            else:
-                v[col + 1] *= dtype.type(1 / h1)
-            for k in range(col):
-                c, s = givens[k, 0], givens[k, 1]
-                n0, n1 = h[col, [k, k + 1]]
-                h[col, [k, k + 1]] = [c * n0 + s * n1, -s * n0 + c * n1]
-            c, s, mag = lartg(h[col, col], h[col, col + 1])
-            givens[col, :] = [c, s]
-            h[col, [col, col + 1]] = mag, 0
-            tmp = -s * S[col]
-            S[[col, col + 1]] = [c * S[col], tmp]
-            presid = abs(tmp)
-            inner_iter += 1
-            if history:
-                recorded.append(presid)
-            if callback_type in ("legacy", "pr_norm"):
-                callback(presid / bnrm2)
-            if callback_type == "legacy" and inner_iter == maxiter:
-                break
-            if presid <= ptol or breakdown:
-                break
-        if h[col, col] == 0:
-            S[col] = 0
-        y = np.zeros(col + 1, np.float64)
-        y[:] = S[: col + 1]
-        for k in range(col, 0, -1):
-            if y[k] != 0:
-                y[k] /= h[k, k]
-                y[:k] -= y[k] * h[k, :k]
-        if y[0] != 0:
-            y[0] /= h[0, 0]
-        x += xp.asarray(y.astype(dtype)) @ v[: col + 1]
-        r = system.b - _apply(system, x)
-        rnorm = system.norm(r)
-        if not math.isfinite(rnorm):
-            return system, Outcome(x, codes.NONFINITE, inner_iter, recorded)
-        if callback_type == "legacy" and inner_iter == maxiter:
-            return system, Outcome(x, 0 if rnorm <= atol_ else maxiter, inner_iter, recorded)
-        if callback_type == "x":
-            callback(system.output(x))
-        if rnorm <= atol_:
-            break
-        elif breakdown:
-            break
-        elif presid <= ptol:
-            ptol_max_factor = max(eps, 0.25 * ptol_max_factor)
+        return system, Outcome(x, 0, 0, [])
+    if maxiter == 0:  # SciPy runs no cycle
+        return system, Outcome(x, 0, 0, [])
+    ws = FusedWorkspace(system.backend, n, dtype, atol_, maxiter,
+                        history_ring=history_ring_length(every) if history else 0, gmres_restart=restart)
+    ws.set_slots({codes.GM_PTOL: ptol, codes.GM_FACTOR: 1.0, codes.GM_EPS: float(np.finfo(dtype).eps)})
+    ws.set_words({codes.GM_LEGACY: int(callback_type == "legacy")})
+    av = ws.empty() if general is not None or dinv is not None else None
+    ax = ws.empty()
+    first_flag = codes.FLAG_DINV if dinv is not None else 0
+
+    def inner(col: int) -> None:
+        w = v[col + 1]
+        if av is None:
+            system.A.apply(v[col], w)
         else:
-            ptol_max_factor = min(1.0, 1.5 * ptol_max_factor)
-        ptol = presid * min(ptol_max_factor, atol_ / rnorm)
-    info = 0 if rnorm <= atol_ else maxiter
-    return system, Outcome(x, info, inner_iter, recorded)
+            system.A.apply(v[col], av)
+            if general is not None:
+                general.apply(av, w)
+        ws.step(codes.GM_ARNOLDI_FIRST, w, v[0], av, dinv=dinv, flag=first_flag)  # h0, h[col, 0]
+        for k in range(col):
+            ws.step(codes.GM_ARNOLDI, w, v[k], v[k + 1], flag=k)  # w -= h[col, k] v[k]; h[col, k + 1]
+        ws.step(codes.GM_ARNOLDI_LAST, w, v[col])  # h1, rotations, presid, inner tests
+        ws.step(codes.GM_SCALE, w)  # v[col + 1] = w / h1
+
+    def end_of_cycle() -> None:
+        ws.step(codes.GM_SOLVE)
+        ws.step(codes.GM_UPDATE_X, x, basis)
+        system.A.apply(x, ax)
+        if general is not None:
+            ws.step(codes.GM_RESIDUAL, r, system.b, ax)
+            general.apply(r, v[0])
+            ws.step(codes.GM_NORM0, v[0])
+        elif dinv is not None:
+            ws.step(codes.GM_RESIDUAL, r, system.b, ax, v[0], dinv=dinv,
+                    flag=codes.FLAG_DINV | codes.FLAG_START)  # r, and v[0] = dinv r
+        else:
+            ws.step(codes.GM_RESIDUAL, v[0], system.b, ax, flag=codes.FLAG_START)  # v[0] = r
+        ws.step(codes.GM_SCALE, v[0])
+
+    def inner_batch(start: int, stop: int) -> None:
+        for column in range(start, stop):
+            inner(column)
+
+    recorded: list[float] = []
+    per_iteration = callback_type in ("legacy", "pr_norm")
+    batch = 1 if per_iteration else every
+    graphs = GraphCache(ws)  # batches start at the same columns every cycle: one graph each
+    status, count = codes.RUNNING, 0
+
+    def check() -> None:
+        """The host's read of the device status (and, as asked, history and callback)."""
+        nonlocal status, count
+        done_before = count
+        status, count = ws.read()
+        if history:
+            ws.drain_history(recorded, count)
+        if per_iteration and count > done_before:
+            callback(ws.slot(codes.GM_PRESID) / bnrm2)
+
+    with solver_stream(system.backend):
+        system.precondition(r, v[0])
+        ws.step(codes.GM_NORM0, v[0])
+        ws.step(codes.GM_SCALE, v[0])
+        ws.drain_history(recorded, 0)  # the ring's entry 0 (nothing: presid starts at 1)
+        for _cycle in range(maxiter):
+            # Inner batches, a read after each one that does not reach the restart length: the
+            # cycle end follows the last batch without a read (it is frozen unless the inner
+            # loop stopped), and a read after the cycle end sees the outer tests.
+            col = 0
+            while True:
+                stop = min(col + batch, restart)
+                graphs.run(col, functools.partial(inner_batch, col, stop))
+                col = stop
+                if col == restart:
+                    break
+                check()
+                if status != codes.RUNNING:
+                    break
+            if status not in (codes.RUNNING, codes.GM_INNER_DONE):
+                break  # a final status, set inside the inner loop
+            graphs.run("end of cycle", end_of_cycle)
+            check()
+            if callback_type == "x" and status != codes.NONFINITE:
+                callback(system.output(x))
+            if status != codes.RUNNING:
+                break
+    if status == codes.CONVERGED:
+        info = 0
+    elif status < 0:
+        info = status
+    else:  # LIMIT
+        info = maxiter
+    return system, Outcome(x, info, count, recorded[1 : count + 1] if history else [])
 
 
 def _apply(system: System, x: Any) -> Any:

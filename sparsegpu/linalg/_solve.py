@@ -71,13 +71,20 @@ def bicgstab(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float 
 
 def gmres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
           restart: int | None = None, maxiter: int | None = None, M: Any = None,
-          callback: Callable | None = None, callback_type: str | None = None) -> tuple[Any, int]:
+          callback: Callable | None = None, callback_type: str | None = None,
+          check_every: int | None = None) -> tuple[Any, int]:
     """Restarted GMRES, as ``scipy.sparse.linalg.gmres``: ``restart`` (default
     ``min(20, n)``) inner iterations per cycle, left preconditioning, ``maxiter`` counts
     restart cycles (default ``10 * n``), ``callback_type`` ``'x'`` (x after every cycle),
     ``'pr_norm'`` (relative preconditioned residual after every inner iteration) or
     ``'legacy'`` (the default: as ``'pr_norm'``, and ``maxiter`` counts inner iterations).
+    The ``'legacy'`` and ``'pr_norm'`` callbacks cost one synchronisation per inner iteration,
+    ``'x'`` one per cycle.
     {shared}
+    ``check_every``: inner iterations between two reads of the device status within a cycle
+    (default 16 on the GPU, 1 on the CPU); the host also reads it after every cycle's end. It
+    changes speed, never the result (inner steps launched after the inner loop stopped are
+    frozen on the device).
     >>> import numpy as np, scipy.sparse as sp
     >>> from sparsegpu.linalg import gmres
     >>> A = sp.diags([-1.3, 2.5, -0.7], [-1, 0, 1], shape=(40, 40), format="csr")
@@ -87,17 +94,19 @@ def gmres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0
     """
     return _public(_krylov.gmres_outcome(A, b, x0, rtol=rtol, atol=atol, restart=restart,
                                          maxiter=maxiter, M=M, callback=callback,
-                                         callback_type=callback_type))
+                                         callback_type=callback_type, check_every=check_every))
 
 
 def minres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
            shift: float = 0.0, maxiter: int | None = None, M: Any = None,
-           callback: Callable | None = None, check: bool = False) -> tuple[Any, int]:
+           callback: Callable | None = None, check: bool = False,
+           check_every: int | None = None) -> tuple[Any, int]:
     """MINRES for symmetric (possibly indefinite) ``A``, solving ``(A - shift I) x = b`` as
     ``scipy.sparse.linalg.minres`` does (default ``maxiter = 5 * n``, SciPy's stopping tests
     on ``rtol``; ``M`` must be symmetric positive definite). ``atol`` > 0 adds a test on the
     residual estimate (SciPy's minres has no atol). ``check=True`` tests the symmetry of A and M.
     {shared}
+    ``check_every``: as for :func:`cg`.
     >>> import numpy as np, scipy.sparse as sp
     >>> from sparsegpu.linalg import minres
     >>> A = sp.diags(np.linspace(-2.0, 3.0, 30), format="csr") + sp.eye(30, k=1) + sp.eye(30, k=-1)
@@ -106,7 +115,8 @@ def minres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 
     (0, True)
     """
     return _public(_krylov.minres_outcome(A, b, x0, rtol=rtol, atol=atol, shift=shift,
-                                          maxiter=maxiter, M=M, callback=callback, check=check))
+                                          maxiter=maxiter, M=M, callback=callback, check=check,
+                                          check_every=check_every))
 
 
 for _function in (cg, bicgstab, gmres, minres):

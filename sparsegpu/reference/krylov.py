@@ -1,10 +1,10 @@
-"""Twin of kernels/krylov.cu: the fused steps of CG, BiCGSTAB and MINRES in NumPy.
+"""Twin of kernels/krylov.cu: the fused steps of CG, BiCGSTAB, MINRES and GMRES in NumPy.
 
 ``krylov_step(op, n, a, b, c, d, e, f, dinv, flag, sc, st, history)`` takes the kernel's
 arguments (vectors by role, the float64 scalar slots ``sc``, the int64 status words ``st``, the
 optional residual ``history``) and updates them in place exactly as the kernel does; only the
-order of summation in the dot products differs (NumPy's, in float64), so results agree to
-rounding.
+order of summation in the dot products (NumPy's, in float64) and the kernel's fused
+multiply-adds differ, so results agree to rounding.
 
 Op ``DOT`` is the generic dot product (``sc`` is then the one-element output and ``st`` is not
 read); CG_UPDATE computes alpha = rho / p.q from ``sc[PQ]``, which the operator's ``spmv_dot``
@@ -17,6 +17,16 @@ alfa = v.q), MR_RESIDUAL (``r1 = r2``, ``r2 = q - (alfa/beta) r2``, beta from r2
 from MR_RZ after a general preconditioner) whose epilogue runs SciPy's scalar recurrence
 (:func:`_minres_rotate`), and MR_UPDATE (w, x += phi w, the next v, x.x) whose epilogue runs
 SciPy's stopping tests (:func:`_minres_tests`).
+
+GMRES keeps its Hessenberg matrix, Givens rotations and rhs S in ``sc`` after the fixed slots
+(:func:`gmres_slots`, :func:`gmres_arrays`). Per inner iteration col (``st[GM_COLS]``), after
+the host's ``w = M A v[col]`` in basis row col + 1: GM_ARNOLDI_FIRST (h0 = ||w||,
+h[col, 0] = v[0].w), GM_ARNOLDI for k < col (``w -= h[col, k] v[k]``, h[col, k + 1] =
+v[k + 1].w; flag = k), GM_ARNOLDI_LAST (``w -= h[col, col] v[col]``, h1 = ||w||; the rotations
+and inner tests: :func:`_gmres_column`), GM_SCALE (``v[col + 1] = w / h1``). Status
+GM_INNER_DONE ends the cycle: GM_SOLVE (triangular solve for y), GM_UPDATE_X (``x += V^T y``),
+GM_RESIDUAL (``r = b - A x``, outer tests, ptol: :func:`_gmres_cycle_end`), GM_NORM0 / GM_SCALE
+(the next v[0]).
 """
 
 from __future__ import annotations
@@ -30,17 +40,65 @@ ATOL, RHO, ALPHA, BETA, OMEGA, RNORM, RHOTOL, PQ = 0, 1, 2, 3, 4, 5, 6, 7
 (MR_BETA1, MR_BETA, MR_OLDB, MR_ALFA, MR_DBAR, MR_EPSLN, MR_OLDEPS, MR_DELTA, MR_PHI, MR_PHIBAR,
  MR_DENOM, MR_CS, MR_SN, MR_ROOT, MR_TNORM2, MR_ANORM, MR_GMAX, MR_GMIN, MR_RHS1, MR_RHS2,
  MR_SHIFT, MR_RTOL, MR_EPS, MR_ATOL, MR_YNORM, MR_ACOND) = range(8, 34)
-SLOTS = 34
-STATUS, COUNT, MAXITER, HISTCAP, PENDING, MR_ISTOP, WORDS = 0, 1, 2, 3, 4, 5, 6
-RUNNING, CONVERGED, HALF_PENDING, CONVERGED_HALF, LIMIT = 0, 1, 2, 3, 4
+GM_PTOL, GM_FACTOR, GM_PRESID, GM_H0, GM_RECIPROCAL, GM_EPS = range(34, 40)
+SLOTS = 40
+STATUS, COUNT, MAXITER, HISTCAP, PENDING, MR_ISTOP = 0, 1, 2, 3, 4, 5
+GM_RESTART, GM_COLS, GM_CYCLES, GM_BREAKDOWN, GM_LEGACY = 6, 7, 8, 9, 10
+WORDS = 11
+RUNNING, CONVERGED, HALF_PENDING, CONVERGED_HALF, LIMIT, GM_INNER_DONE = 0, 1, 2, 3, 4, 5
 NONFINITE, RHO_BREAKDOWN, DENOMINATOR_BREAKDOWN, NOT_SYMMETRIC = -1, -10, -11, -12
 DOT, CG_UPDATE, CG_RHO, CG_P = 0, 1, 2, 3
 BI_START, BI_P, BI_ALPHA, BI_S, BI_OMEGA, BI_XR = 4, 5, 6, 7, 8, 9
 MR_LANCZOS, MR_RESIDUAL, MR_RZ, MR_UPDATE = 10, 11, 12, 13
-OPS = 14
+GM_NORM0, GM_SCALE, GM_ARNOLDI_FIRST, GM_ARNOLDI, GM_ARNOLDI_LAST = 14, 15, 16, 17, 18
+GM_SOLVE, GM_UPDATE_X, GM_RESIDUAL = 19, 20, 21
+OPS = 22
 FLAG_DINV, FLAG_START, FLAG_LATE_RHO = 1, 2, 4
 REDUCING_OPS = frozenset({DOT, CG_UPDATE, CG_RHO, BI_START, BI_ALPHA, BI_S, BI_OMEGA, BI_XR,
-                          MR_LANCZOS, MR_RESIDUAL, MR_RZ, MR_UPDATE})
+                          MR_LANCZOS, MR_RESIDUAL, MR_RZ, MR_UPDATE, GM_NORM0, GM_ARNOLDI_FIRST,
+                          GM_ARNOLDI, GM_ARNOLDI_LAST, GM_RESIDUAL})
+#: GMRES's steps that run only at the end of a cycle (status GM_INNER_DONE).
+CYCLE_END_OPS = frozenset({GM_SOLVE, GM_UPDATE_X, GM_RESIDUAL})
+# LAPACK's safmin and safmax for float64 (dlartg's scaling thresholds).
+_SAFMIN = 2.0 ** -1022
+_SAFMAX = 1.0 / _SAFMIN
+_RTMIN, _RTMAX = math.sqrt(_SAFMIN), math.sqrt(_SAFMAX / 2)
+
+
+def gmres_slots(restart: int) -> int:
+    """Extra float64 slots GMRES needs after the fixed ones: h, the rotations, S."""
+    return restart * (restart + 1) + 2 * restart + restart + 1
+
+
+def gmres_arrays(sc, st):
+    """Views of GMRES's arrays in ``sc``: h (restart x (restart + 1), SciPy's h[col, row]),
+    givens (restart x 2: c, s) and S (restart + 1; the triangular solve leaves y in front)."""
+    restart = int(st[GM_RESTART])
+    start = SLOTS
+    h = sc[start : start + restart * (restart + 1)].reshape(restart, restart + 1)
+    start += restart * (restart + 1)
+    givens = sc[start : start + 2 * restart].reshape(restart, 2)
+    start += 2 * restart
+    return h, givens, sc[start : start + restart + 1]
+
+
+def lartg(f: float, g: float) -> tuple[float, float, float]:
+    """LAPACK's dlartg (3.10 and later, what SciPy's ``lartg`` calls): (c, s, r) with
+    c f + s g = r, -s f + c g = 0 (kernel: lartg)."""
+    f1, g1 = abs(f), abs(g)
+    if g == 0:
+        return 1.0, 0.0, f
+    if f == 0:
+        return 0.0, math.copysign(1.0, g), g1
+    if _RTMIN < f1 < _RTMAX and _RTMIN < g1 < _RTMAX:
+        d = math.sqrt(f * f + g * g)
+        r = math.copysign(d, f)
+        return f1 / d, g / r, r
+    u = min(_SAFMAX, max(_SAFMIN, f1, g1))
+    fs, gs = f / u, g / u
+    d = math.sqrt(fs * fs + gs * gs)
+    r = math.copysign(d, f)
+    return abs(fs) / d, gs / r, r * u
 
 
 def _dot(u: np.ndarray, v: np.ndarray) -> float:
@@ -165,6 +223,100 @@ def _minres_tests(xx: float, sc, st) -> None:
         st[STATUS] = LIMIT if istop == 6 else CONVERGED
 
 
+def _gmres_cycle_start(vv: float, sc, st) -> None:
+    """A cycle's start from vv = v[0].v[0] (kernel: gmres_cycle_start)."""
+    if not math.isfinite(vv):
+        st[STATUS] = NONFINITE
+        return
+    norm = math.sqrt(vv)
+    if norm == 0:
+        st[STATUS] = DENOMINATOR_BREAKDOWN  # M r = 0: SciPy would divide by zero
+        return
+    _, _, S = gmres_arrays(sc, st)
+    S[:] = 0.0
+    S[0] = norm
+    sc[GM_RECIPROCAL] = 1.0 / norm
+    st[GM_COLS] = 0
+    st[GM_BREAKDOWN] = 0
+
+
+def _gmres_column(h1: float, sc, st, history) -> None:
+    """SciPy's inner iteration after h1 = ||w||: exact-solution test, rotations, S, presid,
+    inner tests (kernel: gmres_column)."""
+    h, givens, S = gmres_arrays(sc, st)
+    col, restart = int(st[GM_COLS]), int(st[GM_RESTART])
+    h0 = float(sc[GM_H0])
+    if not (math.isfinite(h0) and math.isfinite(h1)):
+        st[STATUS] = NONFINITE
+        return
+    breakdown = h1 <= sc[GM_EPS] * h0  # exact solution indicator
+    h[col, col + 1] = 0.0 if breakdown else h1
+    if breakdown:
+        st[GM_BREAKDOWN] = 1
+    else:
+        sc[GM_RECIPROCAL] = 1.0 / h1
+    for k in range(col):
+        c, s = float(givens[k, 0]), float(givens[k, 1])
+        n0, n1 = float(h[col, k]), float(h[col, k + 1])
+        h[col, k] = c * n0 + s * n1
+        h[col, k + 1] = -s * n0 + c * n1
+    c, s, mag = lartg(float(h[col, col]), float(h[col, col + 1]))
+    givens[col] = c, s
+    h[col, col], h[col, col + 1] = mag, 0.0
+    tmp = -s * float(S[col])
+    S[col], S[col + 1] = c * float(S[col]), tmp
+    presid = abs(tmp)
+    sc[GM_PRESID] = presid
+    st[COUNT] += 1
+    st[GM_COLS] = col + 1
+    _record(history, st, int(st[COUNT]), presid)
+    if ((st[GM_LEGACY] and st[COUNT] == st[MAXITER]) or presid <= sc[GM_PTOL] or breakdown
+            or col + 1 == restart):
+        st[STATUS] = GM_INNER_DONE
+
+
+def _gmres_solve(sc, st) -> None:
+    """SciPy's back substitution for y, in place of S; a non-finite y is a breakdown
+    (kernel: gmres_solve)."""
+    h, _, y = gmres_arrays(sc, st)
+    col = int(st[GM_COLS]) - 1
+    if h[col, col] == 0:
+        y[col] = 0.0
+    for k in range(col, 0, -1):
+        if y[k] != 0:
+            y[k] /= h[k, k]
+            y[:k] -= y[k] * h[k, :k]
+    if y[0] != 0:
+        y[0] /= h[0, 0]
+    if not np.isfinite(y[: col + 1]).all():
+        st[STATUS] = NONFINITE
+
+
+def _gmres_cycle_end(rr: float, sc, st) -> None:
+    """SciPy's outer tests and gh-8400's ptol update (kernel: gmres_cycle_end)."""
+    rnorm = math.sqrt(rr) if rr >= 0 else math.nan
+    atol = float(sc[ATOL])
+    sc[RNORM] = rnorm
+    if not math.isfinite(rr):
+        st[STATUS] = NONFINITE
+        return
+    st[GM_CYCLES] += 1
+    if st[GM_LEGACY] and st[COUNT] == st[MAXITER]:
+        st[STATUS] = CONVERGED if rnorm <= atol else LIMIT
+        return
+    if rnorm <= atol:
+        st[STATUS] = CONVERGED
+        return
+    if st[GM_BREAKDOWN]:
+        st[STATUS] = LIMIT  # SciPy: info = maxiter
+        return
+    presid, factor = float(sc[GM_PRESID]), float(sc[GM_FACTOR])
+    factor = max(float(sc[GM_EPS]), 0.25 * factor) if presid <= sc[GM_PTOL] else min(1.0, 1.5 * factor)
+    sc[GM_FACTOR] = factor
+    sc[GM_PTOL] = presid * min(factor, atol / rnorm)
+    st[STATUS] = LIMIT if st[GM_CYCLES] >= st[MAXITER] else RUNNING
+
+
 def _safe_quotient(num: float, den: float, sc, slot: int, st) -> None:
     if not (math.isfinite(num) and math.isfinite(den)):
         st[STATUS] = NONFINITE
@@ -229,6 +381,21 @@ def _epilogue(op: int, s0: float, s1: float, flag: int, sc, st, history) -> None
             _record(history, st, 0, float(sc[MR_PHIBAR]))  # phibar = beta1 before the first iteration
             return
         _minres_tests(s0, sc, st)
+    elif op == GM_NORM0:
+        _gmres_cycle_start(s0, sc, st)
+    elif op == GM_ARNOLDI_FIRST:
+        h, _, _ = gmres_arrays(sc, st)
+        sc[GM_H0] = math.sqrt(s0) if s0 >= 0 else math.nan
+        h[int(st[GM_COLS]), 0] = s1
+    elif op == GM_ARNOLDI:
+        h, _, _ = gmres_arrays(sc, st)
+        h[int(st[GM_COLS]), flag + 1] = s0
+    elif op == GM_ARNOLDI_LAST:
+        _gmres_column(math.sqrt(s0) if s0 >= 0 else math.nan, sc, st, history)
+    elif op == GM_RESIDUAL:
+        _gmres_cycle_end(s0, sc, st)
+        if flag & FLAG_START and st[STATUS] == RUNNING:
+            _gmres_cycle_start(s1 if flag & FLAG_DINV else s0, sc, st)
 
 
 def krylov_step(op, n, a, b, c, d, e, f, dinv, flag, sc, st, history=None) -> None:
@@ -236,9 +403,12 @@ def krylov_step(op, n, a, b, c, d, e, f, dinv, flag, sc, st, history=None) -> No
     status = RUNNING if op == DOT else int(st[STATUS])
     half = op == BI_XR and status == HALF_PENDING
     pending = op == CG_P and bool(st[PENDING])
-    if status != RUNNING and not half and not pending:
+    if op in CYCLE_END_OPS:
+        if status != GM_INNER_DONE:
+            return
+    elif status != RUNNING and not half and not pending:
         return
-    vtype = a.dtype.type
+    vtype = a.dtype.type if a is not None else np.float64  # GM_SOLVE has no vectors
     s0 = s1 = 0.0
     if op in (DOT, CG_RHO, BI_ALPHA):
         s0 = _dot(a, b)
@@ -305,6 +475,37 @@ def krylov_step(op, n, a, b, c, d, e, f, dinv, flag, sc, st, history=None) -> No
             s0 = _dot(a, a)
         z = dinv * e if flag & FLAG_DINV else e
         b[...] = vtype(1.0 / sc[MR_BETA]) * z  # the next iteration's v
+    elif op == GM_NORM0:  # a = v[0]
+        s0 = _dot(a, a)
+    elif op == GM_SCALE:  # a = v[col + 1] (or v[0])
+        a *= vtype(sc[GM_RECIPROCAL])
+    elif op == GM_ARNOLDI_FIRST:  # a = w, b = v[0], c = A v (with dinv)
+        if flag & FLAG_DINV:
+            np.multiply(dinv, c, out=a)
+        s0, s1 = _dot(a, a), _dot(b, a)
+    elif op == GM_ARNOLDI:  # a = w, b = v[k], c = v[k + 1]; flag = k
+        h, _, _ = gmres_arrays(sc, st)
+        a -= vtype(h[int(st[GM_COLS]), flag]) * b
+        s0 = _dot(c, a)
+    elif op == GM_ARNOLDI_LAST:  # a = w, b = v[col]
+        h, _, _ = gmres_arrays(sc, st)
+        col = int(st[GM_COLS])
+        a -= vtype(h[col, col]) * b
+        s0 = _dot(a, a)
+    elif op == GM_SOLVE:
+        _gmres_solve(sc, st)
+    elif op == GM_UPDATE_X:  # a = x, b = the basis (restart + 1, n)
+        _, _, y = gmres_arrays(sc, st)
+        total = np.zeros(n, np.float64)
+        for k in range(int(st[GM_COLS])):
+            total += y[k] * b[k].astype(np.float64)
+        a[...] = (a.astype(np.float64) + total).astype(vtype)
+    elif op == GM_RESIDUAL:  # a = r, b = b, c = A x, d = v[0] (with dinv)
+        np.subtract(b, c, out=a)
+        s0 = _dot(a, a)
+        if flag & FLAG_DINV:
+            np.multiply(dinv, a, out=d)
+            s1 = _dot(d, d)
     else:
         raise ValueError(f"unknown krylov op {op}")
     if op in REDUCING_OPS:
