@@ -277,21 +277,26 @@ def coo_to_csr(rows: Any, cols: Any, data: Any, shape: Any, *, index_dtype: Any 
     if nnz == 0:
         return xp.zeros(m + 1, dtype=index_dt), xp.empty(0, dtype=index_dt), data.copy()
     if not _strictly_sorted(rows, cols):
-        # One sort key per entry, row-major; 32-bit when it fits (half the radix-sort passes).
         width = max(n, 1)
-        key_dtype = np.dtype(np.uint32) if m * width <= 2**32 else np.dtype(np.int64)
-        key = rows.astype(key_dtype) * key_dtype.type(width) + cols.astype(key_dtype)
-        order = xp.argsort(key, kind="stable")  # duplicates keep input order
-        key, data = key[order], data[order]
+        if m * width <= 2**63:
+            # One sort key per entry, row-major; 32-bit when it fits (half the radix-sort passes).
+            key_dtype = np.dtype(np.uint32) if m * width <= 2**32 else np.dtype(np.int64)
+            key = rows.astype(key_dtype) * key_dtype.type(width) + cols.astype(key_dtype)
+            order = xp.argsort(key, kind="stable")  # duplicates keep input order
+            key = key[order]
+            rows, cols = key // key_dtype.type(width), key % key_dtype.type(width)
+        else:  # the key would overflow 64 bits: a stable sort of the (row, column) pairs
+            order = np.lexsort((cols, rows))
+            rows, cols = rows[order], cols[order]
+        data = data[order]
         starts = xp.ones(nnz, dtype=bool)
-        starts[1:] = key[1:] != key[:-1]
+        starts[1:] = (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])
         first = xp.flatnonzero(starts)
         if first.size != nnz:
             offsets = xp.empty(first.size + 1, dtype=np.int64)
             offsets[:-1], offsets[-1] = first, nnz
             data = _segment_sums(data, offsets)
-            key = key[first]
-        rows, cols = key // key_dtype.type(width), key % key_dtype.type(width)
+            rows, cols = rows[first], cols[first]
     indptr = compress(rows.astype(index_dt, copy=False), m, index_dt, xp)
     return indptr, cols.astype(index_dt, copy=False), data
 

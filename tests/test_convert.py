@@ -107,6 +107,17 @@ def test_coo_to_csr_edge_cases(backend):
     assert to_numpy(data).tolist() == [1000.0] and indptr.dtype == np.int64
 
 
+
+def test_coo_to_csr_keys_past_64_bits():
+    # rows x columns > 2^63: a row-major key would overflow int64 (the CPU path sorts the pairs).
+    wide = 2**62
+    rows = np.array([3, 1, 2, 1, 3], dtype=np.int64)
+    cols = np.array([wide - 1, 7, 0, 7, 3], dtype=np.int64)
+    indptr, indices, data = convert.coo_to_csr(rows, cols, np.array([1.0, 2.0, 3.0, 4.0, 5.0]), (4, wide))
+    assert indptr.tolist() == [0, 0, 1, 2, 4]
+    assert indices.tolist() == [7, 0, 3, wide - 1] and data.tolist() == [6.0, 3.0, 5.0, 1.0]
+
+
 def test_coo_to_csr_bad_input_raises():
     r = np.array([0, 1])
     with pytest.raises(ValueError, match="out of range"):
