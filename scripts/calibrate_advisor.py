@@ -165,28 +165,84 @@ def validate(size: str) -> None:
     print(f"advised within 10% of the measured best on {within}/{len(names)} matrices; worst ratio {worst:.2f}")
 
 
+def stats_cost_row(csr, calls: int = 200) -> dict[str, float]:
+    """Median microseconds over ``calls`` calls each, on one GPU CSR: ``stats`` (``matrix_stats``
+    end to end, host clock: it ends with a synchronisation), ``kernel`` (``csr_stats`` and the
+    memset of its counters, launched back to back, CUDA events), ``host`` (stats - kernel:
+    Python, launches, copy back, synchronisation, summary),
+    ``summary`` (the NumPy summary alone, host clock), ``spmv`` (CSR SpMV, CUDA events, same
+    run), and ``ratio`` (stats / spmv)."""
+    import statistics
+    import time
+
+    import cupy
+
+    from sparsegpu.bench.timing import measure
+    from sparsegpu.reference.stats import OUT_OVERFLOW, overflow_capacity
+
+    def median_us(samples: list[float]) -> float:
+        return statistics.median(samples) * 1e6
+
+    def host_clock(fn) -> float:
+        for _ in range(5):
+            fn()
+        samples = []
+        for _ in range(calls):
+            start = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - start)
+        return median_us(samples)
+
+    stats_us = host_clock(lambda: advisor.matrix_stats(csr))
+    counters = advisor.STATS_COUNTERS
+    buffer = cupy.zeros(counters + OUT_OVERFLOW + overflow_capacity(csr.nnz), dtype=np.uint64)
+    queue = cupy.zeros(advisor.QUEUE_WORDS * advisor.queue_capacity(csr.nnz, csr.index_dtype.itemsize), np.uint64)
+
+    runtime, stream = cupy.cuda.runtime, cupy.cuda.get_current_stream().ptr
+    epoch = iter(range(1, 10**9))
+
+    def kernel_alone() -> None:
+        runtime.memsetAsync(buffer.data.ptr, 0, (counters + OUT_OVERFLOW) * 8, stream)
+        advisor._statistics_kernel(csr, buffer, queue, next(epoch))
+
+    # Back to back, so the launches' host time hides behind the device's work (an event
+    # recorded on an idle device would also count the host's launch).
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    for _ in range(5):
+        kernel_alone()
+    kernel_samples, per_sample = [], 10
+    for _ in range(max(calls // per_sample, 5)):
+        start.record()
+        for _ in range(per_sample):
+            kernel_alone()
+        end.record()
+        end.synchronize()
+        kernel_samples.append(cupy.cuda.get_elapsed_time(start, end) / 1e3 / per_sample)
+    kernel_us = median_us(kernel_samples)
+    head, longer = advisor._read_statistics(csr)
+    head, longer = head.copy(), longer.copy()
+    summary_us = host_clock(lambda: advisor._summarise(head, longer, csr.shape, csr.nnz, csr.dtype.itemsize,
+                                                       csr.index_dtype.itemsize))
+    x, y = cupy.ones(csr.shape[1], csr.dtype), cupy.empty(csr.shape[0], csr.dtype)
+    spmv_us = measure(lambda _: csr.spmv(x, y), "gpu", repeat=max(calls // 10, 5)).seconds * 1e6
+    return {"stats": stats_us, "kernel": kernel_us, "host": stats_us - kernel_us, "summary": summary_us,
+            "spmv": spmv_us, "ratio": stats_us / spmv_us}
+
+
 def stats_cost(families: list[str], size: str) -> None:
-    """Time of ``matrix_stats`` over the time of one CSR SpMV, on generated matrices; also the
-    time of its two kernels alone (queued back to back into one buffer, no memset, no copy
-    back), so the rest is the memset, the copy back and host work."""
+    """Time of ``matrix_stats`` over the time of one CSR SpMV on generated matrices, split into
+    the kernel and the host's share (see :func:`stats_cost_row`)."""
     import cupy
 
     import sparsegpu
     from sparsegpu import datasets
-    from sparsegpu.bench.timing import measure
-    from sparsegpu.reference.stats import OUT_OVERFLOW, overflow_capacity, stats_tile
 
     for family in families:
         csr = sparsegpu.CSR.from_scipy(datasets.generate(family, size, cache=True), backend="gpu")
-        x, y = cupy.ones(csr.shape[1], csr.dtype), cupy.empty(csr.shape[0], csr.dtype)
-        stats_s = measure(lambda _: advisor.matrix_stats(csr), "gpu", repeat=5).seconds
-        # Counts pile up over the repeats; the kernels never write past the overflow room.
-        out = cupy.zeros(OUT_OVERFLOW + overflow_capacity(csr.nnz), dtype=np.uint64)
-        tile_rows = cupy.empty(max(-(-csr.nnz // stats_tile(csr.index_dtype.itemsize)), 1), dtype=np.int64)
-        kernels_s = measure(lambda _: advisor._statistics_kernels(csr, out, tile_rows), "gpu", repeat=5).seconds
-        spmv_s = measure(lambda _: csr.spmv(x, y), "gpu", repeat=5).seconds
-        print(f"{family}-{size}: statistics {stats_s * 1e3:.3f} ms (kernels {kernels_s * 1e3:.3f} ms), "
-              f"CSR SpMV {spmv_s * 1e3:.3f} ms, ratio {stats_s / spmv_s:.2f}", flush=True)
+        r = stats_cost_row(csr)
+        print(f"{family}-{size}: statistics {r['stats']:.1f} us (kernel {r['kernel']:.1f} us, host {r['host']:.1f} us "
+              f"of which summary {r['summary']:.1f} us), CSR SpMV {r['spmv']:.1f} us, ratio {r['ratio']:.2f}",
+              flush=True)
         del csr
         cupy.get_default_memory_pool().free_all_blocks()
 

@@ -4,15 +4,16 @@
 small model, and says which format to use, with what parameters and why.
 
 The statistics (:func:`matrix_stats`) are meant to cost at most one CSR SpMV, host work
-included. On the GPU two kernels of kernels/matrix_stats.cu fill one buffer, kept between calls
-with its head zeroed by one driver memset: ``csr_row_stats`` reads indptr once for the row-length
-histogram (lengths below 4096 binned in shared memory, longer rows listed), SELL's slice widths,
-and the row where each tile of entries starts; ``csr_structure`` reads indices once, each block
-finding its tile's rows in a shared-memory copy of their pointers, for where the entries sit
-relative to the diagonal. The head (32 KiB) comes back in one copy into pinned memory, the only
-synchronisation (the overflow list only when some row is that long), and every field is computed
-on the host from the histogram's distinct lengths, so the host work does not grow with the
-matrix or its longest row. The CPU backend fills the same buffer with the NumPy twins
+included. On the GPU one kernel, ``csr_stats`` in kernels/matrix_stats.cu, reads indptr once and
+indices once: a block takes a tile of rows, holds its pointers in shared memory, and from there
+computes the row-length histogram (lengths below 4096 binned in shared memory, longer rows
+listed), the longest row, SELL's slice widths, and, for the tile's entries, where they sit
+relative to the diagonal; a tile with more entries than one work item hands the rest to a queue
+in chunks that any block takes, so one very long row is spread over the device. The buffer is
+kept between calls; one driver memset zeroes its counters and head, and the head (32 KiB) comes
+back in one copy into pinned memory, the only synchronisation (the overflow list only when some
+row is that long). The host then reads only the bins up to the longest row, so its work does not
+grow with the matrix. The CPU backend fills the same buffer with the NumPy twin
 (sparsegpu/reference/stats.py), so both backends give identical statistics.
 
 The model, per format f:
@@ -39,9 +40,12 @@ whether converting pays off. ``autotune=True`` measures every candidate on the d
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import json
 import math
+import operator
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -56,18 +60,20 @@ from sparsegpu.formats.coo import TILE as COO_TILE
 from sparsegpu.formats.ell import DEFAULT_MAX_FILL
 from sparsegpu.formats.sell import DEFAULT_C, DEFAULT_SIGMA
 from sparsegpu.reference import stats as stats_twins
-from sparsegpu.reference.stats import (OUT_BINS, OUT_OVERFLOW, OUT_OVERFLOW_ROWS, OUT_SLICE_WIDTHS,
-                                       ROW_STATS_BINS, SELL_SLICE, overflow_capacity, stats_tile)
+from sparsegpu.reference.stats import (OUT_BINS, OUT_LONGEST, OUT_OVERFLOW, OUT_OVERFLOW_ROWS, ROW_STATS_BINS,
+                                       SELL_SLICE, overflow_capacity)
 
-#: Blocks per multiprocessor the launcher gives each kernel: as many as are resident at once
-#: (csr_structure: 48 registers a thread, 5 blocks of 256; csr_row_stats: 40 registers, 6), so
-#: one wave streams the whole matrix, and merging each row block's 4096 shared bins stays small
-#: next to its share of the rows.
-STATS_BLOCKS_PER_SM = 5
-ROW_STATS_BLOCKS_PER_SM = 6
-ROW_STATS_BLOCK = 256  # kernels/matrix_stats.cu ROW_STATS_BLOCK
-STATS_KERNELS = KernelFile("matrix_stats.cu", ["csr_structure<{I}>", "csr_row_stats<{I}>"],
-                           value_dtypes=[np.float64])
+#: Blocks per multiprocessor the launcher keeps resident, by index item size (csr_stats's launch
+#: bounds cap its registers at 64 a thread for int32 and 85 for int64; its shared memory, 41 and
+#: 49 KB, would allow more), so one wave of blocks takes every tile and chunk through the ticket,
+#: and merging each block's 4096 shared bins stays small next to its share of the rows.
+STATS_BLOCKS_PER_SM = {4: 4, 8: 3}
+STATS_BLOCK = 256  # kernels/matrix_stats.cu STATS_BLOCK
+STATS_WINDOW = 2016  # kernels/matrix_stats.cu STATS_WINDOW: rows a tile holds at most
+STATS_ITEM_BYTES = 65536  # kernels/matrix_stats.cu STATS_ITEM<I> * sizeof(I): columns per work item
+STATS_COUNTERS = 4  # work counters before the statistics buffer (kernels/matrix_stats.cu COUNTER_*)
+QUEUE_WORDS = 4  # kernels/matrix_stats.cu QUEUE_WORDS: words per chunk slot
+STATS_KERNELS = KernelFile("matrix_stats.cu", ["csr_stats<{I}>"], value_dtypes=[np.float64])
 CALIBRATION_FILE = Path(__file__).with_name("advisor_calibration.json")
 #: Formats the advisor may recommend for ``A @ x``. CSC is left out: its deterministic
 #: ``A @ x`` gathers over a CSR copy, so it is never faster than CSR for that product.
@@ -196,84 +202,121 @@ def _as_csr(A: Any, backend: str | None) -> Any:
     return CSR.from_scipy(S, backend=backend)
 
 
-def _statistics_kernels(csr: Any, out: Any, tile_rows: Any) -> None:
-    """Launch both statistics kernels of a GPU CSR into ``out`` (uint64, words 0 .. OUT_OVERFLOW
-    zero, room for :func:`overflow_capacity` longer rows after them) with ``tile_rows`` (int64,
-    one per tile of :func:`stats_tile` entries) as their scratch. Launches nothing for an empty
-    matrix."""
+def stats_tile_rows(n_rows: int, nnz: int, index_itemsize: int) -> int:
+    """Rows per tile of ``csr_stats``: a multiple of 32 (whole SELL slices) up to the shared
+    window, such that a tile holds about 3/4 of a work item's entries on average (so few tiles
+    hand chunks to the queue, and none holds so few entries that its pointers dominate).
+
+    >>> stats_tile_rows(9_000_000, 45_000_000, 4), stats_tile_rows(1000, 1_000_000, 4)
+    (2016, 32)
+    """
+    item = STATS_ITEM_BYTES // index_itemsize
+    rows = int(0.75 * item * n_rows / nnz) if nnz else STATS_WINDOW
+    return min(STATS_WINDOW, max(32, rows // 32 * 32))
+
+
+def _statistics_kernel(csr: Any, buffer: Any, queue: Any, epoch: int) -> None:
+    """Launch ``csr_stats`` on a GPU CSR with at least one row. ``buffer`` (uint64): the kernel's
+    :data:`STATS_COUNTERS` work counters, then the statistics buffer (layout in
+    sparsegpu/reference/stats.py), with words 0 .. STATS_COUNTERS + OUT_OVERFLOW zero and room
+    for :func:`overflow_capacity` longer rows after them. ``queue`` (uint64, QUEUE_WORDS words
+    per chunk slot, never written by the host but zeroed when allocated): its chunk queue, whose
+    slots count as published when they hold ``epoch``, which must exceed every earlier call's
+    epoch on this queue."""
     m, nnz = csr.shape[0], csr.nnz
-    multiprocessors = device_properties()["multiprocessors"]
-    if m:
-        rows = STATS_KERNELS.function("csr_row_stats<{I}>", np.float64, csr.index_dtype)
-        blocks = min(-(-m // ROW_STATS_BLOCK), ROW_STATS_BLOCKS_PER_SM * multiprocessors)
-        rows((blocks,), (ROW_STATS_BLOCK,),
-             (csr.indptr, np.int64(m), np.int64(overflow_capacity(nnz)), out, tile_rows))
-    if nnz:
-        structure = STATS_KERNELS.function("csr_structure<{I}>", np.float64, csr.index_dtype)
-        blocks = min(-(-nnz // stats_tile(csr.index_dtype.itemsize)), STATS_BLOCKS_PER_SM * multiprocessors)
-        structure((blocks,), (stats_twins.STATS_BLOCK,), (csr.indptr, csr.indices, np.int64(m), tile_rows, out))
+    itemsize = csr.index_dtype.itemsize
+    tile_rows = stats_tile_rows(m, nnz, itemsize)
+    slots = queue.size // QUEUE_WORDS
+    resident = STATS_BLOCKS_PER_SM[itemsize] * device_properties()["multiprocessors"]
+    blocks = min(-(-m // tile_rows) + slots, resident)
+    pointer = buffer.data.ptr
+    STATS_KERNELS.function("csr_stats<{I}>", np.float64, csr.index_dtype)(
+        (blocks,), (STATS_BLOCK,),
+        (csr.indptr, csr.indices, np.int64(m), np.int64(nnz), np.int32(tile_rows), np.int64(overflow_capacity(nnz)),
+         np.int64(slots), np.uint64(epoch), np.uint64(pointer), np.uint64(pointer + 8 * STATS_COUNTERS),
+         np.uint64(queue.data.ptr)))
+
+
+def queue_capacity(nnz: int, index_itemsize: int) -> int:
+    """Chunk slots ``csr_stats`` may need: a tile hands on its entries past the first work item
+    in chunks of a work item, so all tiles together hand on fewer than nnz / item chunks."""
+    return nnz // (STATS_ITEM_BYTES // index_itemsize) + 1
+
+
+class _Workspace:
+    """One thread's statistics workspace on one device, kept between calls (allocating and
+    zeroing fresh memory, and copying into pageable memory, cost more than the kernel on small
+    matrices): the kernel's counters and buffer, its chunk queue, the pinned host copy of the
+    buffer's head, and the epoch of the last call. Each call finishes with its copy back, so the
+    thread's next call may reuse them."""
+
+    def __init__(self) -> None:
+        import cupy
+
+        self.buffer = cupy.empty(0, dtype=np.uint64)
+        self.queue = cupy.empty(0, dtype=np.uint64)
+        self.head = np.frombuffer(cupy.cuda.alloc_pinned_memory(OUT_OVERFLOW * 8), np.int64, OUT_OVERFLOW)
+        self.head_pointer = self.head.ctypes.data
+        self.epoch = 0
+
+    def fit(self, words: int, queue_words: int) -> None:
+        """Grow (by doubling) to at least ``words`` buffer words and ``queue_words`` queue words."""
+        import cupy
+
+        if self.buffer.size < words:
+            self.buffer = cupy.empty(max(words, 2 * self.buffer.size), dtype=np.uint64)
+        if self.queue.size < queue_words:
+            # Zeroed once: the host never writes it again, and a slot holds an older epoch
+            # until a chunk is published in it.
+            self.queue = cupy.zeros(max(queue_words, 2 * self.queue.size), dtype=np.uint64)
 
 
 class _Workspaces(threading.local):
-    """Per thread and device: the statistics buffer and tile rows on the device, and pinned
-    host memory for the buffer's head, kept between calls (allocating and zeroing a fresh
-    buffer, and copying into pageable memory, cost more than the kernels on small matrices).
-    Each call finishes with its copy back, so a thread's next call may reuse them."""
+    """Per thread: a :class:`_Workspace` per device."""
 
     def __init__(self) -> None:
-        self.by_device: dict[int, tuple[Any, Any, np.ndarray]] = {}
+        self.by_device: dict[int, _Workspace] = {}
 
 
 _WORKSPACES = _Workspaces()
 
 
-def _workspace(words: int, tiles: int) -> tuple[Any, Any, np.ndarray]:
-    """(device buffer of at least ``words`` uint64, device tile rows of at least ``tiles``
-    int64, pinned host head of OUT_OVERFLOW int64) for the current device, grown by doubling."""
-    import cupy
-
-    device = cupy.cuda.runtime.getDevice()
-    space = _WORKSPACES.by_device.get(device)
-    if space is None or space[0].size < words or space[1].size < tiles:
-        old_words, old_tiles = (space[0].size, space[1].size) if space else (0, 0)
-        out = cupy.empty(max(words, 2 * old_words), dtype=np.uint64)
-        tile_rows = cupy.empty(max(tiles, 2 * old_tiles, 1), dtype=np.int64)
-        head = space[2] if space else np.frombuffer(cupy.cuda.alloc_pinned_memory(OUT_OVERFLOW * 8), np.int64,
-                                                    OUT_OVERFLOW)
-        space = _WORKSPACES.by_device[device] = (out, tile_rows, head)
-    return space
-
-
 def _read_statistics(csr: Any) -> tuple[np.ndarray, np.ndarray]:
     """(the statistics buffer's head, words 0 .. OUT_OVERFLOW, and the longer rows' lengths) on
     the host as int64. On the GPU the head is a view of this thread's pinned workspace, valid
-    until its next call: one memset, two launches, one copy back (two when some row is past the
-    bins)."""
+    until its next call: one memset, one launch, one copy back (two when some row is past the
+    bins), one synchronisation."""
     m, nnz = csr.shape[0], csr.nnz
     capacity = overflow_capacity(nnz)
     if csr.backend == "cpu" or not m:
         out = np.zeros(OUT_OVERFLOW + capacity, dtype=np.uint64)
-        if m:
-            tile_rows = np.empty(-(-nnz // stats_tile(csr.index_dtype.itemsize)), dtype=np.int64)
-            stats_twins.csr_row_stats(csr.indptr, m, capacity, out, tile_rows)
-            out[:OUT_SLICE_WIDTHS] = stats_twins.csr_structure(csr.indptr, csr.indices)
+        stats_twins.csr_stats(csr.indptr, csr.indices, m, capacity, out)
         out = out.view(np.int64)
         return out[:OUT_OVERFLOW], out[OUT_OVERFLOW:OUT_OVERFLOW + min(int(out[OUT_OVERFLOW_ROWS]), capacity)]
     import cupy
 
     runtime = cupy.cuda.runtime
-    out, tile_rows, head = _workspace(OUT_OVERFLOW + capacity, -(-nnz // stats_tile(csr.index_dtype.itemsize)))
-    stream = cupy.cuda.get_current_stream()
-    # Only the head is counted into; the overflow list is written before it is read, tile_rows
-    # entirely by csr_row_stats.
-    runtime.memsetAsync(out.data.ptr, 0, OUT_OVERFLOW * 8, stream.ptr)
-    _statistics_kernels(csr, out, tile_rows)
-    runtime.memcpyAsync(head.ctypes.data, out.data.ptr, OUT_OVERFLOW * 8, runtime.memcpyDeviceToHost, stream.ptr)
-    stream.synchronize()
+    device = runtime.getDevice()
+    space = _WORKSPACES.by_device.get(device)
+    if space is None:
+        space = _WORKSPACES.by_device[device] = _Workspace()
+    space.fit(STATS_COUNTERS + OUT_OVERFLOW + capacity, QUEUE_WORDS * queue_capacity(nnz, csr.index_dtype.itemsize))
+    space.epoch += 1
+    stream = cupy.cuda.get_current_stream().ptr
+    pointer = space.buffer.data.ptr
+    # The counters and the head are counted into; the overflow list is written before it is
+    # read, the queue never needs zeroing (epochs).
+    runtime.memsetAsync(pointer, 0, (STATS_COUNTERS + OUT_OVERFLOW) * 8, stream)
+    _statistics_kernel(csr, space.buffer, space.queue, space.epoch)
+    runtime.memcpyAsync(space.head_pointer, pointer + 8 * STATS_COUNTERS, OUT_OVERFLOW * 8,
+                        runtime.memcpyDeviceToHost, stream)
+    runtime.streamSynchronize(stream)
+    head = space.head
     longer = min(int(head[OUT_OVERFLOW_ROWS]), capacity)
     if not longer:
         return head, head[:0]
-    return head, out[OUT_OVERFLOW:OUT_OVERFLOW + longer].get().view(np.int64)
+    first = STATS_COUNTERS + OUT_OVERFLOW
+    return head, space.buffer[first:first + longer].get().view(np.int64)
 
 
 def _statistics_buffer(csr: Any) -> np.ndarray:
@@ -285,11 +328,12 @@ def _statistics_buffer(csr: Any) -> np.ndarray:
 
 def _length_histogram(head: np.ndarray, longer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(distinct row lengths ascending, rows of each) from a statistics buffer's head and the
-    overflow list as far as the buffer holds it."""
+    overflow list as far as the buffer holds it. Only the bins up to the longest row are read."""
     if int(head[OUT_OVERFLOW_ROWS]) > longer.size:
         raise RuntimeError(f"{int(head[OUT_OVERFLOW_ROWS])} rows of {ROW_STATS_BINS} entries or more cannot fit in "
                            f"{longer.size} entries: the matrix's indptr is not monotone")
-    bins = head[OUT_BINS:OUT_OVERFLOW]
+    longest = int(head[OUT_LONGEST])
+    bins = head[OUT_BINS:OUT_BINS + (longest + 1 if 0 <= longest < ROW_STATS_BINS else ROW_STATS_BINS)]
     lengths = bins.nonzero()[0]
     counts = bins[lengths]
     if longer.size:
@@ -309,20 +353,64 @@ def hyb_width_from_lengths(lengths: np.ndarray, counts: np.ndarray, value_dtype:
     >>> hyb_width_from_lengths(np.array([2, 4]), np.array([7, 1]), np.float64, np.int32)
     2
     """
-    value_bytes, index_bytes = np.dtype(value_dtype).itemsize, np.dtype(index_dtype).itemsize
-    rows = float(counts.sum())
-    # Rows longer than each candidate width K and their entries past slot K, from suffix sums
-    # of exact integers (float64 as in width_for_counts, exact below 2^53).
-    # (ndarray methods, not the np.* wrappers: this runs per call on a few values.)
-    entries = counts * lengths
-    rows_over = (counts[::-1].cumsum()[::-1] - counts).astype(np.float64)
-    entries_after = (entries[::-1].cumsum()[::-1] - entries).astype(np.float64)
+    return _summary_of_many(lengths, counts, int(counts.sum()), np.dtype(value_dtype).itemsize,
+                            np.dtype(index_dtype).itemsize, 0)[2]
+
+
+#: Row-count fractions of the reported length quantiles (MatrixStats.row_quantiles).
+QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+_QUANTILE_FRACTIONS = np.array(list(QUANTILES.values()))
+#: Distinct row lengths up to which the host summary runs on Python integers rather than NumPy
+#: arrays: a NumPy call costs about a microsecond whatever its size, a Python step a few tens of
+#: nanoseconds, and most matrices have a few distinct lengths only.
+FEW_LENGTHS = 48
+
+# The host summary of a length histogram (distinct lengths ascending, rows of each; m rows in
+# all), in two equal ways: (sum of squared lengths, the QUANTILES' lengths, HYB's width, entries
+# in HYB's ELL part at that width, rows longer than `limit`). The q-quantile is the shortest
+# length whose cumulative row count reaches q * m; HYB's cost is evaluated with the same float64
+# operations, in the same order, as sparsegpu.formats.hyb.width_for_counts, on exact integers
+# (exact below 2^53), so both ways give the same bits.
+
+
+def _summary_of_few(lengths: list[int], counts: list[int], m: int, value_bytes: int, index_bytes: int,
+                    limit: int) -> tuple[float, list[int], int, float, int]:
+    rows_upto = list(itertools.accumulate(counts))
+    entries_upto = list(itertools.accumulate(map(operator.mul, counts, lengths)))
+    rows, entries = rows_upto[-1], entries_upto[-1]
+    squares = float(sum(c * k * k for c, k in zip(counts, lengths)))
+    quantiles = [lengths[bisect.bisect_left(rows_upto, q * m)] for q in _QUANTILE_FRACTIONS.tolist()]
+    best, width = math.inf, lengths[0]
+    for length, rows_to, entries_to in zip(lengths, rows_upto, entries_upto):
+        over, w = float(rows - rows_to), float(length)
+        cost = (float(rows) * w * (value_bytes + index_bytes)
+                + (float(entries - entries_to) - w * over) * (value_bytes + 2 * index_bytes)
+                + over * 2 * value_bytes)
+        if cost < best:
+            best, width = cost, length
+    in_ell = float(sum(min(length, width) * c for length, c in zip(lengths, counts)))
+    up_to_limit = bisect.bisect_right(lengths, limit)
+    return squares, quantiles, width, in_ell, rows - (rows_upto[up_to_limit - 1] if up_to_limit else 0)
+
+
+def _summary_of_many(lengths: np.ndarray, counts: np.ndarray, m: int, value_bytes: int, index_bytes: int,
+                     limit: int) -> tuple[float, list[int], int, float, int]:
     widths = lengths.astype(np.float64)
-    overflow = entries_after - widths * rows_over
-    cost = (rows * widths * (value_bytes + index_bytes)
-            + overflow * (value_bytes + 2 * index_bytes)
+    rows_upto = counts.cumsum()
+    entries_upto = (counts * lengths).cumsum()
+    squares = float(counts.astype(np.float64) @ (widths * widths))
+    quantiles = lengths[rows_upto.searchsorted(_QUANTILE_FRACTIONS * m)].tolist()
+    # Rows longer than each candidate width K and their entries past slot K.
+    rows_over = (rows_upto[-1] - rows_upto).astype(np.float64)
+    entries_after = (entries_upto[-1] - entries_upto).astype(np.float64)
+    cost = (float(rows_upto[-1]) * widths * (value_bytes + index_bytes)
+            + (entries_after - widths * rows_over) * (value_bytes + 2 * index_bytes)
             + rows_over * 2 * value_bytes)
-    return int(lengths[cost.argmin()])
+    width = int(lengths[cost.argmin()])
+    in_ell = float(np.minimum(lengths, width) @ counts)
+    up_to_limit = int(lengths.searchsorted(limit, "right"))
+    return (squares, quantiles, width, in_ell,
+            int(rows_upto[-1]) - (int(rows_upto[up_to_limit - 1]) if up_to_limit else 0))
 
 
 def matrix_stats(A: Any, *, backend: str | None = None) -> MatrixStats:
@@ -335,27 +423,33 @@ def matrix_stats(A: Any, *, backend: str | None = None) -> MatrixStats:
     (1, 0, 0.6, 1.0)
     """
     csr = _as_csr(A, backend)
-    m, n = csr.shape
-    nnz = csr.nnz
     head, longer = _read_statistics(csr)
+    return _summarise(head, longer, csr.shape, csr.nnz, csr.dtype.itemsize, csr.index_dtype.itemsize)
+
+
+def _summarise(head: np.ndarray, longer: np.ndarray, shape: tuple[int, int], nnz: int, value_bytes: int,
+               index_bytes: int) -> MatrixStats:
+    """:class:`MatrixStats` from a statistics buffer's head and overflow list (host work only)."""
+    m, n = shape
     below, on, above, distance, band, slice_widths = head[:OUT_OVERFLOW_ROWS].tolist()
     mean = nnz / m if m else 0.0
     if m:
-        # A handful of NumPy calls on the distinct lengths (few, whatever the matrix's size).
+        # The distinct lengths: the bins up to the longest row, then the longer rows' distinct
+        # lengths; few values whatever the matrix's size.
         lengths, counts = _length_histogram(head, longer)
-        weights = counts.astype(np.float64)
-        var = max(float(np.dot(weights, lengths.astype(np.float64) ** 2)) / m - mean * mean, 0.0)
+        limit = long_row_limit(threads_per_row(mean))
+        if lengths.size <= FEW_LENGTHS:
+            summary = _summary_of_few(lengths.tolist(), counts.tolist(), m, value_bytes, index_bytes, limit)
+        else:
+            summary = _summary_of_many(lengths, counts, m, value_bytes, index_bytes, limit)
+        squares, quantile_lengths, width, in_ell, long_rows = summary
+        var = max(squares / m - mean * mean, 0.0)
         row_min, row_max = int(lengths[0]), int(lengths[-1])
-        # The q-quantile is the shortest length whose cumulative row count reaches q * m.
-        p50, p90, p99 = lengths[counts.cumsum().searchsorted([0.5 * m, 0.9 * m, 0.99 * m])].tolist()
-        quantiles = {"p50": p50, "p90": p90, "p99": p99}
-        width = hyb_width_from_lengths(lengths, counts, csr.dtype, csr.index_dtype)
-        in_ell = float(np.dot(np.minimum(lengths, width), counts))  # exact integers, as HYB counts them
+        quantiles = dict(zip(QUANTILES, quantile_lengths))
         empty = int(counts[0]) if row_min == 0 else 0
-        long_rows = int(counts[lengths > long_row_limit(threads_per_row(mean))].sum())
     else:
         var, row_min, row_max, width, in_ell, empty, long_rows = 0.0, 0, 0, 0, 0.0, 0, 0
-        quantiles = {"p50": 0, "p90": 0, "p99": 0}
+        quantiles = dict.fromkeys(QUANTILES, 0)
     return MatrixStats(
         rows=m, cols=n, nnz=nnz,
         density=nnz / (m * n) if m and n else 0.0,
@@ -374,8 +468,8 @@ def matrix_stats(A: Any, *, backend: str | None = None) -> MatrixStats:
         lower_fraction=below / nnz if nnz else 0.0,
         upper_fraction=above / nnz if nnz else 0.0,
         diagonal_fraction=on / nnz if nnz else 0.0,
-        value_bytes=csr.dtype.itemsize,
-        index_bytes=csr.index_dtype.itemsize,
+        value_bytes=value_bytes,
+        index_bytes=index_bytes,
     )
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import sparsegpu
@@ -115,6 +116,8 @@ def edge_matrices(rng) -> dict[str, sp.csr_array]:
         "one row": from_lengths([3], 5, rng),
         "single column": sp.csr_array(np.ones((70, 1))),
         "every row at the limit": from_lengths(np.full(65, BINS), BINS + 3, rng),
+        "many distinct lengths": from_lengths(rng.integers(0, 300, 2000), 400, rng),
+        "a long row among equal ones": from_lengths(np.where(np.arange(96) == 40, BINS + 5, 3), BINS + 9, rng),
     }
 
 
@@ -157,15 +160,15 @@ def test_twin_buffer_layout(rng):
     lengths = np.diff(S.indptr)
     capacity = twins.overflow_capacity(S.nnz)
     out = np.zeros(twins.OUT_OVERFLOW + capacity, np.uint64)
-    tile = twins.stats_tile(S.indptr.dtype.itemsize)
-    tile_rows = np.full(-(-S.nnz // tile), -1, np.int64)
-    twins.csr_row_stats(S.indptr, S.shape[0], capacity, out, tile_rows)
-    assert tile_rows.tolist() == np.repeat(np.arange(lengths.size), lengths)[::tile].tolist()
+    twins.csr_stats(S.indptr, S.indices, S.shape[0], capacity, out)
+    offset = S.tocoo().col.astype(np.int64) - S.tocoo().row
+    assert out[:twins.OUT_SLICE_WIDTHS].tolist() == [(offset < 0).sum(), (offset == 0).sum(), (offset > 0).sum(),
+                                                     np.abs(offset).sum(), np.abs(offset).max()]
     assert out[twins.OUT_SLICE_WIDTHS] == sum(lengths[i:i + 32].max() for i in range(0, lengths.size, 32))
     assert out[twins.OUT_OVERFLOW_ROWS] == 3 and 3 < capacity
+    assert out[twins.OUT_LONGEST] == lengths.max() == 3 * BINS + 7
     assert out[twins.OUT_BINS:twins.OUT_OVERFLOW].tolist() == np.bincount(lengths[lengths < BINS], minlength=BINS).tolist()
     assert out[twins.OUT_OVERFLOW:].tolist() == [BINS, BINS + 1, 3 * BINS + 7] + [0] * (capacity - 3)
-    assert not out[:twins.OUT_SLICE_WIDTHS].any()  # the structure words are csr_structure's
 
 
 def test_overflow_past_capacity_is_refused():
@@ -175,12 +178,36 @@ def test_overflow_past_capacity_is_refused():
         advisor._length_histogram(head, np.zeros(2, np.int64))
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(0, 9000), max_size=40), st.sampled_from([256, 4096]))
-def test_tile_first_rows_are_the_rows_of_each_tiles_first_entry(lengths, tile):
-    indptr = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
-    rows = np.repeat(np.arange(len(lengths)), lengths)
-    assert twins.tile_first_rows(indptr, int(indptr[-1]), tile).tolist() == rows[::tile].tolist()
+def kernel_constant(name: str) -> int:
+    """A ``constexpr int NAME = value;`` of kernels/matrix_stats.cu."""
+    from sparsegpu._kernels import read_source
+
+    match = re.search(rf"\b{name} = (\d+)[;,]", read_source("matrix_stats.cu"))
+    assert match, name
+    return int(match.group(1))
+
+
+def test_host_mirrors_the_kernels_constants():
+    assert kernel_constant("STATS_BINS") == twins.ROW_STATS_BINS
+    assert [kernel_constant(f"OUT_{w}") for w in ("SLICE_WIDTHS", "OVERFLOW_ROWS", "LONGEST", "BINS")] == [
+        twins.OUT_SLICE_WIDTHS, twins.OUT_OVERFLOW_ROWS, twins.OUT_LONGEST, twins.OUT_BINS]
+    assert kernel_constant("STATS_BLOCK") == advisor.STATS_BLOCK
+    assert kernel_constant("STATS_WINDOW") == advisor.STATS_WINDOW and advisor.STATS_WINDOW % 32 == 0
+    assert kernel_constant("QUEUE_WORDS") == advisor.QUEUE_WORDS
+    assert kernel_constant("COUNTER_TILES_DONE") < advisor.STATS_COUNTERS
+    from sparsegpu._kernels import read_source
+
+    assert f"STATS_ITEM = {advisor.STATS_ITEM_BYTES} / sizeof(I)" in read_source("matrix_stats.cu")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 10**9), st.integers(0, 10**10), st.sampled_from([4, 8]))
+def test_stats_tiles_are_whole_slices_within_the_window(rows, nnz, itemsize):
+    tile = advisor.stats_tile_rows(rows, nnz, itemsize)
+    assert tile % twins.SELL_SLICE == 0 and 32 <= tile <= advisor.STATS_WINDOW
+    item = advisor.STATS_ITEM_BYTES // itemsize
+    if 32 < tile < advisor.STATS_WINDOW:  # not clamped: at most 3/4 of an item per tile on average
+        assert (tile + 32) * nnz / rows > 0.75 * item >= tile * nnz / rows * (1 - 1e-12)
 
 
 @settings(max_examples=200, deadline=None)
@@ -193,6 +220,21 @@ def test_hyb_width_from_distinct_lengths_is_hybs_width(histogram, value_dtype, i
     dense[lengths] = counts
     assert (advisor.hyb_width_from_lengths(lengths, counts, value_dtype, index_dtype)
             == width_for_counts(dense, value_dtype, index_dtype))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.integers(0, 30_000), st.integers(1, 10**5), min_size=1, max_size=advisor.FEW_LENGTHS),
+       st.sampled_from([4, 8, 16]), st.sampled_from([4, 8]), st.integers(0, 3000))
+def test_both_host_summaries_agree(histogram, value_bytes, index_bytes, limit):
+    """The Python-integer summary (few distinct lengths) and the NumPy one give the same bits
+    where their float64 sums are exact (below 2^53: any matrix that fits in device memory)."""
+    lengths = np.array(sorted(histogram), dtype=np.int64)
+    counts = np.array([histogram[k] for k in lengths.tolist()], dtype=np.int64)
+    m = int(counts.sum())
+    assume(sum(c * k * k for c, k in histogram.items()) < 2**53 and m * max(histogram) * 32 < 2**53)
+    few = advisor._summary_of_few(lengths.tolist(), counts.tolist(), m, value_bytes, index_bytes, limit)
+    many = advisor._summary_of_many(lengths, counts, m, value_bytes, index_bytes, limit)
+    assert few == many and all(type(a) is type(b) for a, b in zip(few, many))
 
 
 def gpu_and_cpu_buffers(S, index_dtype):
@@ -216,8 +258,8 @@ def assert_same_buffer(kernel: np.ndarray, twin: np.ndarray, label: str) -> None
 def test_gpu_statistics_match_twin_on_edge_and_generated_matrices(index_dtype, rng):
     cases = edge_matrices(rng)
     cases.update({family: datasets.generate(family, "small") for family in datasets.GENERATED})
-    # Past one grid of csr_row_stats (8 blocks per SM) so its grid-stride loop turns, with
-    # rows past the bins scattered over many blocks and a partial last slice.
+    # Many more tiles than resident blocks, so every block takes several tickets, with rows
+    # past the bins scattered over many blocks and a partial last slice.
     lengths = rng.integers(0, 12, 3_000_017)
     lengths[rng.choice(lengths.size, 40, replace=False)] = rng.integers(BINS - 2, 3 * BINS, 40)
     cases["three million rows"] = from_lengths(lengths, 4 * BINS, rng)
@@ -239,57 +281,66 @@ def test_gpu_statistics_match_twin_on_real_matrices(name):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
-def test_gpu_kernels_write_only_their_words(index_dtype, rng):
-    """The overflow list's unused room keeps its poison; every counted word and every tile row
-    is the twin's."""
+def test_gpu_kernel_writes_only_its_words(index_dtype, rng):
+    """The overflow list's unused room keeps its poison; every counted word is the twin's; the
+    kernel runs again on the same queue with a later epoch (its slots from the first run are
+    stale) and gives the same buffer."""
     import cupy
 
     lengths = rng.integers(0, 30, 5000)
-    lengths[[7, 2500, 4999]] = BINS, 2 * BINS, BINS + 1
-    S = from_lengths(lengths, 3 * BINS, rng)
+    lengths[[7, 2500, 4999]] = 40 * BINS, 2 * BINS, BINS + 1  # one row handed on in chunks
+    S = from_lengths(lengths, 41 * BINS, rng)
     gpu = sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend="gpu")
     poison = np.uint64(0xDEADBEEFDEADBEEF)
-    out = cupy.full(twins.OUT_OVERFLOW + twins.overflow_capacity(S.nnz), poison, dtype=np.uint64)
-    out[:twins.OUT_OVERFLOW] = 0
-    tiles = -(-S.nnz // twins.stats_tile(np.dtype(index_dtype).itemsize))
-    tile_rows = cupy.full(tiles, -7, dtype=np.int64)
-    advisor._statistics_kernels(gpu, out, tile_rows)
-    kernel = out.get()
+    counters, head = advisor.STATS_COUNTERS, twins.OUT_OVERFLOW
+    queue = cupy.zeros(advisor.QUEUE_WORDS * advisor.queue_capacity(S.nnz, np.dtype(index_dtype).itemsize), np.uint64)
     cpu = sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend="cpu")
     twin = advisor._statistics_buffer(cpu).view(np.uint64)
-    head = twins.OUT_OVERFLOW
-    np.testing.assert_array_equal(kernel[:head], twin[:head])
-    assert sorted(kernel[head:head + 3].tolist()) == [BINS, BINS + 1, 2 * BINS]
-    assert (kernel[head + 3:] == poison).all()
-    want = twins.tile_first_rows(cpu.indptr, S.nnz, twins.stats_tile(np.dtype(index_dtype).itemsize))
-    np.testing.assert_array_equal(tile_rows.get(), want)
+    for epoch in (1, 2):
+        buffer = cupy.full(counters + head + twins.overflow_capacity(S.nnz), poison, dtype=np.uint64)
+        buffer[:counters + head] = 0
+        advisor._statistics_kernel(gpu, buffer, queue, epoch)
+        kernel = buffer.get()[counters:]
+        np.testing.assert_array_equal(kernel[:head], twin[:head])
+        assert sorted(kernel[head:head + 3].tolist()) == [BINS + 1, 2 * BINS, 40 * BINS]
+        assert (kernel[head + 3:] == poison).all()
+    published = queue.get().reshape(-1, advisor.QUEUE_WORDS)[:, 2]
+    assert (published == 2).sum() >= 40 * BINS // (advisor.STATS_ITEM_BYTES // np.dtype(index_dtype).itemsize) - 1
 
 
 def structure_cases(rng) -> dict[str, sp.csr_array]:
-    """Matrices for csr_structure's tiles and shared windows (4096 rows, tiles of 4096 int32 or
-    2048 int64 entries): tiles spanning many windows of empty rows, rows longer than a tile,
-    entry counts off the tile, rows whose first entries fall exactly on tile starts."""
+    """Matrices for csr_stats's tiles (up to 2016 rows) and work items (16384 int32 or 8192 int64
+    entries): tiles of empty rows only, rows longer than an item (handed on in chunks), a row
+    of millions of entries (chunks spread over the device), every tile handing on chunks, entry
+    counts off the item and the run, trailing empty rows."""
     sparse_rows = np.zeros(300_000, np.int64)
     sparse_rows[rng.choice(sparse_rows.size, 700, replace=False)] = rng.integers(1, 40, 700)
-    around_tiles = np.full(4096, 4)  # every tile starts at a row start (int32 and int64 tiles)
+    around_items = np.full(4096, 4)  # items end at row ends (int32 and int64 items)
     long_rows = rng.integers(0, 5, 9000)
-    long_rows[[10, 4000, 8999]] = 3 * 4096 + 11, 4096, 2 * 4096 + 1
+    long_rows[[10, 4000, 8999]] = 3 * 16384 + 11, 16384, 2 * 8192 + 1
+    very_long = rng.integers(0, 3, 50_000)
+    very_long[31_337] = 3_000_000
     return {
         "few entries among 300000 rows": from_lengths(sparse_rows, 50_000, rng),
-        "tiles start at row starts": from_lengths(around_tiles, 5000, rng),
-        "rows longer than a tile": from_lengths(long_rows, 5 * 4096, rng),
-        "one entry per row, nnz off the tile": from_lengths(np.ones(3 * 4096 + 5, np.int64), 20_000, rng),
+        "items end at row ends": from_lengths(around_items, 5000, rng),
+        "rows longer than an item": from_lengths(long_rows, 5 * 16384, rng),
+        "one row of three million entries": from_lengths(very_long, 3_000_001, rng),
+        "every tile hands on chunks": from_lengths(rng.integers(500, 700, 2000), 800, rng),
+        "one entry per row, nnz off the item": from_lengths(np.ones(3 * 16384 + 5, np.int64), 20_000, rng),
         "trailing empty rows": from_lengths(np.concatenate([rng.integers(0, 9, 7000), np.zeros(20_000, np.int64)]),
                                             9000, rng),
         "one entry": from_lengths([0, 0, 1, 0], 4, rng),
+        "1x1": sp.csr_array(np.ones((1, 1))),
+        "empty 1x1": sp.csr_array((1, 1)),
     }
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
-def test_gpu_structure_tiles_and_windows(index_dtype, rng):
+def test_gpu_structure_tiles_and_chunks(index_dtype, rng):
     """Each case, then each again after a larger one (the reused workspace holds stale counts,
-    overflow lengths and tile rows), and with indices not 16-byte aligned (the scalar loads)."""
+    overflow lengths and queue slots of older epochs), and with indices not 16-byte aligned
+    (the scalar loads)."""
     import cupy
 
     cases = structure_cases(rng)
@@ -301,6 +352,26 @@ def test_gpu_structure_tiles_and_windows(index_dtype, rng):
         shifted[1:] = gpu.indices
         unaligned = sparsegpu.CSR._make(gpu.data, shifted[1:], gpu.indptr, gpu.shape, "gpu")
         assert_same_buffer(advisor._statistics_buffer(unaligned), twin, label + " (indices not 16-byte aligned)")
+
+
+@pytest.mark.gpu
+def test_gpu_statistics_are_the_same_every_run(rng):
+    S = datasets.generate("powerlaw", "medium")
+    gpu = sparsegpu.CSR.from_scipy(S, backend="gpu")
+    first = advisor._statistics_buffer(gpu)
+    for _ in range(5):
+        again = advisor._statistics_buffer(gpu)
+        np.testing.assert_array_equal(again[:twins.OUT_OVERFLOW], first[:twins.OUT_OVERFLOW])
+        np.testing.assert_array_equal(np.sort(again[twins.OUT_OVERFLOW:]), np.sort(first[twins.OUT_OVERFLOW:]))
+
+
+@pytest.mark.gpu
+def test_gpu_statistics_of_empty_matrices():
+    for shape in [(0, 0), (0, 5), (5, 0), (1, 1), (3000, 7)]:
+        S = sp.csr_array(shape)
+        gpu = sparsegpu.CSR.from_scipy(S, backend="gpu")
+        cpu = sparsegpu.CSR.from_scipy(S, backend="cpu")
+        assert advisor.matrix_stats(gpu) == advisor.matrix_stats(cpu) == numpy_stats(cpu), shape
 
 
 def test_lower_triangular_is_recognised(backend):
