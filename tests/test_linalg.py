@@ -1023,6 +1023,19 @@ def test_gpu_cg_fused_product_matches_twin(rng):
         assert np.array_equal(again.x, got.x) and again.history == got.history  # reproducible
 
 
+
+def assert_step_matches_twin(ws, device_vectors, host_vectors, sc, st, host_hist, dtype, float32_scalar_rtol):
+    """After one fused step on the GPU (``ws``) and its twin (the host arrays): the same vectors,
+    scalar slots, status words and history, and the reduction ticket back at zero."""
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for got, want in zip(device_vectors, host_vectors, strict=True):
+        np.testing.assert_allclose(to_numpy(got), want, rtol=tol, atol=tol)
+    scalar_rtol = 1e-9 if dtype == np.float64 else float32_scalar_rtol
+    np.testing.assert_allclose(to_numpy(ws.sc), sc, rtol=scalar_rtol, atol=1e-300)
+    np.testing.assert_array_equal(to_numpy(ws.st), st)
+    np.testing.assert_allclose(to_numpy(ws.history), host_hist, rtol=scalar_rtol)
+    assert int(ws.counter[0]) == 0
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n", [1, 255, 70_001])
@@ -1043,13 +1056,7 @@ def test_fused_minres_step_matches_twin(op, n, dtype, flag, rng):
     host_hist = np.full(8, np.nan)
     ws.step(op, *device, dinv=cp.asarray(dinv), flag=flag)
     twin.krylov_step(op, n, *vecs, dinv, flag, sc, st, host_hist)
-    tol = 1e-5 if dtype == np.float32 else 1e-12
-    for got, want in zip(device, vecs):
-        np.testing.assert_allclose(to_numpy(got), want, rtol=tol, atol=tol)
-    np.testing.assert_allclose(to_numpy(ws.sc), sc, rtol=1e-9 if dtype == np.float64 else 1e-4, atol=1e-300)
-    np.testing.assert_array_equal(to_numpy(ws.st), st)
-    np.testing.assert_allclose(to_numpy(ws.history), host_hist, rtol=1e-9 if dtype == np.float64 else 1e-4)
-    assert int(ws.counter[0]) == 0
+    assert_step_matches_twin(ws, device, vecs, sc, st, host_hist, dtype, float32_scalar_rtol=1e-4)
 
 
 @pytest.mark.gpu
@@ -1109,17 +1116,24 @@ def test_gpu_minres_batches_graphs_and_pipelining_never_change_the_result(precon
     assert np.array_equal(to_numpy(x), want[0])
 
 
+
+def assert_nonfinite_and_one_step_cases(solver, method):
+    """On the GPU: NaN in A gives info NONFINITE with a finite x; A = 3 I converges in one step."""
+    import cupy as cp
+
+    nan_matrix = sparsegpu.from_scipy(sp.csr_array(np.array([[2.0, np.nan], [np.nan, 2.0]])), backend="gpu")
+    x, info = solver(nan_matrix, cp.asarray([1.0, 1.0]))
+    assert info == twin.NONFINITE and bool(cp.isfinite(x).all())
+    A = sparsegpu.from_scipy(sp.csr_array(3.0 * sp.eye_array(5)), backend="gpu")
+    result = solve(A, cp.arange(1.0, 6.0), method=method)
+    assert result.info == 0 and result.iterations == 1
+    np.testing.assert_allclose(to_numpy(result.x), np.arange(1.0, 6.0) / 3.0, rtol=1e-15)
+
 @pytest.mark.gpu
 def test_gpu_minres_breakdowns_and_istop():
     import cupy as cp
 
-    nan_matrix = sparsegpu.from_scipy(sp.csr_array(np.array([[2.0, np.nan], [np.nan, 2.0]])), backend="gpu")
-    x, info = minres(nan_matrix, cp.asarray([1.0, 1.0]))
-    assert info == twin.NONFINITE and bool(cp.isfinite(x).all())
-    A = sparsegpu.from_scipy(sp.csr_array(3.0 * sp.eye_array(5)), backend="gpu")
-    result = solve(A, cp.arange(1.0, 6.0), method="minres")
-    assert result.info == 0 and result.iterations == 1
-    np.testing.assert_allclose(to_numpy(result.x), np.arange(1.0, 6.0) / 3.0, rtol=1e-15)
+    assert_nonfinite_and_one_step_cases(minres, "minres")
     S = poisson2d(4)
     d = np.ones(16)
     d[15] = -1e3
@@ -1160,14 +1174,8 @@ def test_fused_gmres_step_matches_twin(op, flag, status, n, dtype, rng):
     padding = [None] * (6 - len(host_args))
     ws.step(op, *device_args, *padding, dinv=cp.asarray(dinv), flag=flag)
     twin.krylov_step(op, n, *host_args, *padding, dinv, flag, sc, st, host_hist)
-    tol = 1e-5 if dtype == np.float32 else 1e-12
-    np.testing.assert_allclose(to_numpy(device_basis), basis, rtol=tol, atol=tol)
-    for got, want in zip(device_vecs, vecs):
-        np.testing.assert_allclose(to_numpy(got), want, rtol=tol, atol=tol)
-    np.testing.assert_allclose(to_numpy(ws.sc), sc, rtol=1e-9 if dtype == np.float64 else 1e-5, atol=1e-300)
-    np.testing.assert_array_equal(to_numpy(ws.st), st)
-    np.testing.assert_allclose(to_numpy(ws.history), host_hist, rtol=1e-9 if dtype == np.float64 else 1e-5)
-    assert int(ws.counter[0]) == 0
+    assert_step_matches_twin(ws, [device_basis, *device_vecs], [basis, *vecs], sc, st, host_hist, dtype,
+                             float32_scalar_rtol=1e-5)
 
 
 @pytest.mark.gpu
@@ -1234,13 +1242,7 @@ def test_gpu_gmres_check_interval_never_changes_the_result(precond, rng):
 def test_gpu_gmres_breakdowns_and_float32(rng):
     import cupy as cp
 
-    nan_matrix = sparsegpu.from_scipy(sp.csr_array(np.array([[2.0, np.nan], [np.nan, 2.0]])), backend="gpu")
-    x, info = gmres(nan_matrix, cp.asarray([1.0, 1.0]))
-    assert info == twin.NONFINITE and bool(cp.isfinite(x).all())
-    A = sparsegpu.from_scipy(sp.csr_array(3.0 * sp.eye_array(5)), backend="gpu")
-    result = solve(A, cp.arange(1.0, 6.0), method="gmres")
-    assert result.info == 0 and result.iterations == 1
-    np.testing.assert_allclose(to_numpy(result.x), np.arange(1.0, 6.0) / 3.0, rtol=1e-15)
+    assert_nonfinite_and_one_step_cases(gmres, "gmres")
     S = convection_diffusion(40).astype(np.float32)
     b = rng.standard_normal(S.shape[0]).astype(np.float32)
     for M in (None, jacobi(S)):
