@@ -18,20 +18,39 @@
 // Work items. The rows are cut into row tiles of `tile_rows` rows (chosen by the host, a
 // multiple of 32 up to STATS_WINDOW, so that a tile holds about 3/4 of STATS_ITEM entries on
 // average). A block takes a tile, copies its tile_rows + 1 pointers into shared memory once
-// (16-byte loads), and from there computes the tile's row statistics (a warp per slice of 32
+// (16-byte cp.async copies, all in flight at once), and from there computes the tile's row statistics (a warp per slice of 32
 // rows: the slice's width, the length histogram in block-private shared bins, a slice of equal
 // lengths adding once, longer rows appended to the overflow list) AND, for the tile's first
-// STATS_ITEM entries, the structure statistics: each thread takes runs of STATS_RUN consecutive
-// entries (64 bytes, on a grid aligned to the run so whole runs are 16-byte vector loads),
-// finds its run's first row by a binary search of the shared pointers and walks forward. A
-// thread's first run is loaded before the row statistics, and each later one while the one
-// before is walked (the walk reads it back from the thread's own column of shared memory, so
-// registers stay low): the bytes are in flight while the block computes.
+// STATS_ITEM entries, the structure statistics.
+//
+// The structure statistics go piece by piece: pieces are STATS_PIECE entries (8 KiB of columns)
+// on a grid aligned to the piece, cut to the item. The block copies a piece's columns into shared
+// memory with coalesced 16-byte loads (issued one piece ahead: the next piece's bytes are in
+// flight while the block works on this one), then walks the rows that meet the piece, each cut to
+// it, knowing every entry's row without any search:
+//  - a row with fewer than STATS_SHORT entries in the piece: one thread, which walks its entries
+//    in shared memory starting at a skew, lane * g / 32 for g the largest power of two dividing
+//    the length, and wrapping (so rows of equal even lengths spread over the banks: lanes whose
+//    rows start on the same bank start at different entries); consecutive threads
+//    take consecutive rows, the piece's first row from the piece before (the row that holds the
+//    previous piece's last entry), so rows never have to be searched for;
+//  - a longer row: announced in a shared list (one shared atomic gives its slot and its first
+//    32-entry segment), then after a barrier all the block's warps share the listed rows'
+//    segments, lane-strided: 32 consecutive entries a warp step, spread over the 8 warps
+//    whatever the rows' lengths.
+// Per entry that is one shared load and a few integer operations, and the global loads are all
+// whole, coalesced 16-byte vectors (single entries only where indices is not 16-byte aligned,
+// and in a last vector that would reach past nnz).
+// The counts below and above the diagonal are 32-bit per thread within an item (it has at most
+// STATS_ITEM entries), added into 64-bit per-warp totals in shared memory after it; the sum and
+// max of |i - j| are 64-bit per thread; entries on the diagonal are the block's item entries
+// less those below and above it.
 // Work is split by entries, not rows, past STATS_ITEM: a tile with more entries (a very long
 // row, or dense rows) announces the rest as chunks of STATS_ITEM entries in a queue, and any
 // block takes them, so a row of 10^7 entries is spread over the whole device. A chunk reloads its
-// tile's pointers (from L2) and runs the same structure code. Many empty rows cost nothing
-// special: a tile never holds more rows than its shared window.
+// tile's pointers (from L2), finds its first row by a binary search of them, and runs the same
+// structure code. Many empty rows cost nothing special: a tile never holds more rows than its
+// shared window.
 //
 // Scheduling, without a grid barrier and without deadlock whatever the scheduling: one ticket
 // counter hands out work in order: tickets below the tile count are row tiles, the ticket
@@ -47,17 +66,22 @@
 #include "common.cuh"
 
 constexpr int STATS_BLOCK = 256;
-// Blocks per SM registers are capped for, without spills: 4 for int32 (64 registers a thread),
-// 3 for int64 (its 64-bit positions and pointers need a few more than 64).
-template <class I> constexpr int STATS_MIN_BLOCKS = sizeof(I) == 4 ? 4 : 3;
-// Consecutive entries per run: 64 bytes of columns (four 16-byte loads in flight per thread).
-template <class I> constexpr int STATS_RUN = 64 / sizeof(I);
-// Entries of a work item (a tile's own part, or a chunk): 64 KiB of columns, 4 runs a thread.
+// Blocks per SM registers are capped for, without spills (40 registers a thread for int32, 48
+// for int64); shared memory (about 33 and 41 KB) allows as many.
+template <class I> constexpr int STATS_MIN_BLOCKS = sizeof(I) == 4 ? 6 : 5;
+// Entries of a work item (a tile's own part, or a chunk): 64 KiB of columns.
 template <class I> constexpr long long STATS_ITEM = 65536 / sizeof(I);
+// Entries of a piece: 8 KiB of columns in shared memory, two 16-byte vectors a thread.
+template <class I> constexpr int STATS_PIECE = 8192 / sizeof(I);
+template <class I> constexpr int STATS_VECTOR = 16 / sizeof(I);  // entries of a 16-byte vector
+template <class I> constexpr int PIECE_VECTORS = STATS_PIECE<I> / STATS_VECTOR<I> / STATS_BLOCK;
+// A row with fewer entries in a piece is walked by one thread; longer ones (at most
+// STATS_PIECE / STATS_SHORT a piece) are shared by the block in segments of 32 entries.
+constexpr int STATS_SHORT = 32;
+template <class I> constexpr int LONG_ROWS = STATS_PIECE<I> / STATS_SHORT;
 // Rows a tile holds at most (a multiple of 32): its pointers fill 8 KiB (int32) or 16 KiB (int64)
-// of shared memory, which with the bins and the stage stays within 48 KiB of static shared memory.
+// of shared memory, which with the bins and the piece stays within 48 KiB of static shared memory.
 constexpr int STATS_WINDOW = 2016;
-constexpr int STATS_WALK = 4;  // rows walked forward before searching instead
 // 4096 bins: 16 KiB of 32-bit shared counts per block, and an overflow list of at most
 // nnz / 4096 rows, so the head the host copies back stays small (32 KiB). 32-bit block counts
 // suffice: a block counts at most the rows of the tiles it takes, far below 2^32 for any
@@ -83,21 +107,39 @@ __device__ __forceinline__ int window_search(const I* window, int low, int high,
     return low;
 }
 
-// A run of STATS_RUN<I> columns with 16-byte loads (the run is 64-byte aligned when `indices` is
-// 16-byte aligned: runs start at multiples of their length).
-__device__ __forceinline__ void load_run(const int* p, int* columns) {
-#pragma unroll
-    for (int q = 0; q < STATS_RUN<int> / 4; ++q) {
-        const int4 v = __ldcs(reinterpret_cast<const int4*>(p) + q);
-        columns[4 * q] = v.x, columns[4 * q + 1] = v.y, columns[4 * q + 2] = v.z, columns[4 * q + 3] = v.w;
-    }
+// One 16-byte vector of columns, loaded (streaming: read once) or stored as a whole.
+__device__ __forceinline__ void load_vector(const int* p, int (&e)[4]) {
+    const int4 v = __ldcs(reinterpret_cast<const int4*>(p));
+    e[0] = v.x, e[1] = v.y, e[2] = v.z, e[3] = v.w;
 }
-__device__ __forceinline__ void load_run(const long long* p, long long* columns) {
-#pragma unroll
-    for (int q = 0; q < STATS_RUN<long long> / 2; ++q) {
-        const longlong2 v = __ldcs(reinterpret_cast<const longlong2*>(p) + q);
-        columns[2 * q] = v.x, columns[2 * q + 1] = v.y;
-    }
+__device__ __forceinline__ void load_vector(const long long* p, long long (&e)[2]) {
+    const longlong2 v = __ldcs(reinterpret_cast<const longlong2*>(p));
+    e[0] = v.x, e[1] = v.y;
+}
+__device__ __forceinline__ void store_vector(int* p, const int (&e)[4]) {
+    *reinterpret_cast<int4*>(p) = int4{e[0], e[1], e[2], e[3]};
+}
+__device__ __forceinline__ void store_vector(long long* p, const long long (&e)[2]) {
+    *reinterpret_cast<longlong2*>(p) = longlong2{e[0], e[1]};
+}
+
+// 16 bytes from global to shared memory: cp.async (no registers held while in flight; it
+// completes at copy_to_shared_wait) where the device has it, else through a register.
+template <class V>
+__device__ __forceinline__ void copy_to_shared(V* dst, const V* src) {
+    static_assert(sizeof(V) == 16, "16-byte copies");
+#if __CUDA_ARCH__ >= 800
+    unsigned shared_address;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(shared_address) : "l"(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared_address), "l"(src) : "memory");
+#else
+    *dst = *src;
+#endif
+}
+__device__ __forceinline__ void copy_to_shared_wait() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
 }
 
 __device__ __forceinline__ unsigned long long load_volatile(const unsigned long long* p) {
@@ -119,76 +161,127 @@ __device__ __forceinline__ long long warp_max(long long v) {
     return v;
 }
 
-// Per-thread structure counts: below and above the diagonal, entries seen (on = seen - below -
-// above), sum and max of |i - j|. A thread counts at most nnz / STATS_BLOCK entries: 32-bit
-// counts hold below 2^40 entries.
+// Per-thread structure counts: below and above the diagonal within the current item (32-bit: an
+// item has at most STATS_ITEM entries; end_item adds them to the warp's 64-bit totals), sum and
+// max of |i - j|.
 template <class I> struct Structure {
     using Magnitude = typename unsigned_of<I>::type;
-    unsigned below = 0, above = 0, seen = 0;
+    unsigned below = 0, above = 0;
     unsigned long long distance = 0;
     Magnitude band = 0;
+    // An entry at column - row = d.
+    __device__ __forceinline__ void count(const I d) {
+        below += d < 0;
+        above += d > 0;
+        const Magnitude magnitude = d < 0 ? Magnitude(0) - Magnitude(d) : Magnitude(d);
+        distance += magnitude;
+        band = magnitude > band ? magnitude : band;
+    }
+    // Every lane of the warp calls it; lane 0 adds the warp's counts to totals[0] (below) and
+    // totals[1] (above).
+    __device__ __forceinline__ void end_item(unsigned long long* totals) {
+        const unsigned warp_below = sg::subwarp_sum<32>(below), warp_above = sg::subwarp_sum<32>(above);
+        if (threadIdx.x % 32 == 0) totals[0] += warp_below, totals[1] += warp_above;
+        below = above = 0;
+    }
 };
 
-// A run's columns, masked to the entries [lo, hi) (zero elsewhere): 16-byte loads when the run
-// is whole and indices is aligned.
+// The vectors of the piece of columns starting at `base` (a multiple of STATS_PIECE) that meet
+// its entries [from, to) (offsets from base): thread t's v-th is the vector at offset
+// STATS_VECTOR * (t + v * STATS_BLOCK). Whole 16-byte loads when indices is 16-byte aligned
+// and the vector lies within the nnz entries; else one entry at a time, those in [from, to).
 template <class I>
-__device__ __forceinline__ void load_masked_run(const I* __restrict__ indices, const I base, const I lo, const I hi,
-                                                const bool aligned, I (&columns)[STATS_RUN<I>]) {
-    constexpr int RUN = STATS_RUN<I>;
-    if (aligned && base >= lo && base <= hi - RUN) {
-        load_run(indices + base, columns);
-    } else {
+__device__ __forceinline__ bool piece_vector_needed(const int offset, const int from, const int to) {
+    return offset + STATS_VECTOR<I> > from && offset < to;
+}
+template <class I>
+__device__ __forceinline__ void load_piece(const I* __restrict__ indices, const I base, const int from, const int to,
+                                           const I nnz, const bool aligned,
+                                           I (&held)[PIECE_VECTORS<I>][STATS_VECTOR<I>]) {
+    constexpr int N = STATS_VECTOR<I>;
+    const I room = nnz - base;  // entries of indices from base on
 #pragma unroll
-        for (int k = 0; k < RUN; ++k) columns[k] = base + k >= lo && base + k < hi ? __ldcs(indices + base + k) : I(0);
+    for (int v = 0; v < PIECE_VECTORS<I>; ++v) {
+        const int offset = (threadIdx.x + v * STATS_BLOCK) * N;
+        if (!piece_vector_needed<I>(offset, from, to)) continue;
+        if (aligned && I(offset + N) <= room) {
+            load_vector(indices + base + offset, held[v]);
+        } else {
+#pragma unroll
+            for (int k = 0; k < N; ++k)
+                held[v][k] = offset + k >= from && offset + k < to ? __ldcs(indices + base + offset + k) : I(0);
+        }
+    }
+}
+template <class I>
+__device__ __forceinline__ void store_piece(I* stage, const int from, const int to,
+                                            const I (&held)[PIECE_VECTORS<I>][STATS_VECTOR<I>]) {
+#pragma unroll
+    for (int v = 0; v < PIECE_VECTORS<I>; ++v) {
+        const int offset = (threadIdx.x + v * STATS_BLOCK) * STATS_VECTOR<I>;
+        if (piece_vector_needed<I>(offset, from, to)) store_vector(stage + offset, held[v]);
     }
 }
 
-// This thread's runs of the entries [lo, hi) of the tile whose pointers are window[0..rows]
-// (rows starting at row0): runs run, run + STATS_BLOCK, ... before end_run, the first one's
-// columns already loaded (the caller issues those loads before its other work, so they are in
-// flight meanwhile). Software-pipelined through the thread's own column of `stage`
-// (STATS_RUN<I> x STATS_BLOCK, conflict-free): the next run's loads are in flight while the
-// current one is read back from shared memory in a rolled loop (registers stay low whatever the
-// run). Each run's first row comes from a search of the window, later ones by walking forward.
-// Positions are I: every entry position is below nnz, which fits I (int32 arithmetic for int32).
+// The rows of the tile (pointers window[0..rows], rows starting at row0) that meet the piece's
+// entries [plo, phi) (its columns in stage, from entry `base` on), from first_row on (no row
+// before it meets the piece): thread t takes rows first_row + t, + t + STATS_BLOCK, ... up to
+// the first row that starts at phi or later, each cut to the piece. Short rows are counted here;
+// longer ones are listed for piece_long_rows: long_counter counts (listed rows << 32) + their
+// 32-entry segments, so one atomic gives a row its slot and its first segment, slots in segment
+// order. The row that holds the piece's last entry is written to next_first_row.
 template <class I>
-__device__ __forceinline__ void tile_structure(const I* __restrict__ indices, const I* window, const int rows,
-                                               const I row0, const I lo, const I hi, I run, const I end_run,
-                                               I (&columns)[STATS_RUN<I>], const bool aligned, I* stage,
-                                               Structure<I>& s) {
-    using Magnitude = typename Structure<I>::Magnitude;
-    constexpr int RUN = STATS_RUN<I>;
-    while (run < end_run) {
-#pragma unroll
-        for (int k = 0; k < RUN; ++k) stage[k * STATS_BLOCK + threadIdx.x] = columns[k];
-        const I base = run * RUN;
-        run += STATS_BLOCK;
-        if (run < end_run) load_masked_run(indices, run * RUN, lo, hi, aligned, columns);
-        const int begin = lo > base ? (int)(lo - base) : 0;
-        const int end = hi - base < RUN ? (int)(hi - base) : RUN;
-        s.seen += end - begin;
-        int row = window_search(window, 0, rows, I(base + begin));
-        I next = window[row + 1];
-        for (int k = begin; k < end; ++k) {
-            const I j = base + k;
-            if (next <= j) {
-                int walked = 0;
-                do {
-                    next = window[++row + 1];
-                } while (next <= j && ++walked < STATS_WALK);
-                if (next <= j) {  // a run of empty rows
-                    row = window_search(window, row + 1, rows, j);
-                    next = window[row + 1];
-                }
-            }
-            // Column minus row fits I: the host checked 0 <= column < n_cols, and rows fit I too.
-            const I d = stage[k * STATS_BLOCK + threadIdx.x] - (row0 + I(row));
-            s.below += d < 0;
-            s.above += d > 0;
-            const Magnitude magnitude = d < 0 ? Magnitude(0) - Magnitude(d) : Magnitude(d);
-            s.distance += magnitude;
-            s.band = magnitude > s.band ? magnitude : s.band;
+__device__ __forceinline__ void piece_short_rows(const I* window, const int rows, const I row0, const I base,
+                                                 const I plo, const I phi, const int first_row, const I* stage,
+                                                 int* next_first_row, unsigned long long* long_counter,
+                                                 int2* long_rows, Structure<I>& s) {
+    const int lane = threadIdx.x % 32;
+    for (int r = first_row + threadIdx.x; r < rows; r += STATS_BLOCK) {
+        const I start = window[r];
+        if (start >= phi) break;
+        const I end = window[r + 1];
+        const I b = start > plo ? start : plo, e = end < phi ? end : phi;
+        if (e <= b) continue;  // an empty row, or one that ends before the piece
+        if (e == phi) *next_first_row = r;
+        const int length = int(e - b), first = int(b - base);
+        if (length >= STATS_SHORT) {
+            const unsigned long long slot =
+                atomicAdd(long_counter, (1ULL << 32) | (unsigned long long)((length + 31) / 32));
+            // (Rows of a valid indptr are disjoint, so at most LONG_ROWS<I> fit a piece; overlapping
+            // rows of a corrupt one are dropped past that.)
+            if ((slot >> 32) < (unsigned long long)LONG_ROWS<I>) long_rows[slot >> 32] = int2{int(unsigned(slot)), r};
+            continue;
         }
+        // Column minus row fits I: the host checked 0 <= column < n_cols, and rows fit I too.
+        const I row = row0 + I(r);
+        // Start at a skew below the largest power of two dividing the length (rows of equal even
+        // lengths: the lanes' first entries step through the banks), wrapping at the row's end.
+        const int stop = first + length;
+        int k = first + ((lane * (length & -length)) >> 5);
+        for (int n = 0; n < length; ++n) {
+            s.count(stage[k] - row);
+            k = k + 1 == stop ? first : k + 1;
+        }
+    }
+}
+
+// The listed long rows' segments (`listed` as long_counter read after the listing): warp w takes
+// segments w, w + 8, ..., lane l the segment's entry l; a warp walks the list forward as its
+// segments advance.
+template <class I>
+__device__ __forceinline__ void piece_long_rows(const I* window, const I row0, const I base, const I plo, const I phi,
+                                                const unsigned long long listed, const int2* long_rows,
+                                                const I* stage, Structure<I>& s) {
+    const int count = listed >> 32 < LONG_ROWS<I> ? int(listed >> 32) : LONG_ROWS<I>;
+    const int segments = int(unsigned(listed));
+    int k = 0;
+    for (int segment = threadIdx.x / 32; segment < segments; segment += STATS_BLOCK / 32) {
+        while (k + 1 < count && long_rows[k + 1].x <= segment) ++k;
+        const int2 listed_row = long_rows[k];
+        const I start = window[listed_row.y], end = window[listed_row.y + 1];
+        const I b = start > plo ? start : plo, e = end < phi ? end : phi;
+        const I j = b + I((segment - listed_row.x) * 32 + threadIdx.x % 32);
+        if (j < e) s.count(stage[int(j - base)] - (row0 + I(listed_row.y)));
     }
 }
 
@@ -244,15 +337,25 @@ csr_stats(const I* __restrict__ indptr, const I* __restrict__ indices, const lon
     constexpr int WINDOW_VECS = (STATS_WINDOW * (int)sizeof(I) / 16 + STATS_BLOCK - 1) / STATS_BLOCK;
     __shared__ Vec window_storage[STATS_WINDOW * sizeof(I) / 16 + 1];
     __shared__ unsigned bins[STATS_BINS];
-    // The runs' columns on their way from registers to the walk; the block's totals at the end.
-    __shared__ __align__(16) I stage[STATS_RUN<I> * STATS_BLOCK];
-    // Each warp's sum of its slices' widths, and its longest row (written by its lane 0 only).
+    // A piece's columns; the block's totals at the end.
+    __shared__ __align__(16) I stage[STATS_PIECE<I>];
+    // The piece's long rows: (first segment, row in the tile), in segment order.
+    __shared__ int2 long_rows[LONG_ROWS<I>];
+    __shared__ unsigned long long long_counter;
+    __shared__ int next_first_row;
+    // Each warp's sum of its slices' widths, and its longest row; its entries below and above the
+    // diagonal; the entries of the block's items (all written by lane 0 of the warp, or thread 0).
     __shared__ unsigned long long warp_widths[STATS_BLOCK / 32], warp_longest[STATS_BLOCK / 32];
+    __shared__ unsigned long long warp_structure[STATS_BLOCK / 32][2], block_entries;
     __shared__ long long ticket_shared, tile_shared, lo_shared, slot_shared;
     I* window = reinterpret_cast<I*>(window_storage);
 
     for (int b = threadIdx.x; b < STATS_BINS; b += STATS_BLOCK) bins[b] = 0;
-    if (threadIdx.x < STATS_BLOCK / 32) warp_widths[threadIdx.x] = warp_longest[threadIdx.x] = 0;
+    if (threadIdx.x < STATS_BLOCK / 32) {
+        warp_widths[threadIdx.x] = warp_longest[threadIdx.x] = 0;
+        warp_structure[threadIdx.x][0] = warp_structure[threadIdx.x][1] = 0;
+    }
+    if (threadIdx.x == 0) block_entries = 0;
     const long long tiles = (n_rows + tile_rows - 1) / tile_rows;
     const bool vectors = reinterpret_cast<unsigned long long>(indptr) % 16 == 0;
     const bool aligned = reinterpret_cast<unsigned long long>(indices) % 16 == 0;
@@ -294,22 +397,18 @@ csr_stats(const I* __restrict__ indptr, const I* __restrict__ indices, const lon
         }
         const long long row0 = tile * tile_rows;
         const int rows = n_rows - row0 < tile_rows ? (int)(n_rows - row0) : tile_rows;
-        // The tile's rows + 1 pointers: whole 16-byte vectors when indptr is aligned (row0 is a
-        // multiple of 32), all loaded before any is stored; the rest one by one.
+        // The tile's rows + 1 pointers: whole 16-byte vectors copied straight to shared memory
+        // when indptr is aligned (row0 is a multiple of 32), all in flight at once; the rest one
+        // by one.
         const int whole = vectors ? (rows + 1) / Vec::N : 0;
         const Vec* source = reinterpret_cast<const Vec*>(indptr + row0);
-        Vec loaded[WINDOW_VECS];
 #pragma unroll
         for (int v = 0; v < WINDOW_VECS; ++v) {
             const int q = threadIdx.x + v * STATS_BLOCK;
-            if (q < whole) loaded[v] = source[q];
-        }
-#pragma unroll
-        for (int v = 0; v < WINDOW_VECS; ++v) {
-            const int q = threadIdx.x + v * STATS_BLOCK;
-            if (q < whole) window_storage[q] = loaded[v];
+            if (q < whole) copy_to_shared(window_storage + q, source + q);
         }
         for (int i = whole * Vec::N + threadIdx.x; i <= rows; i += STATS_BLOCK) window[i] = sg::ldg(indptr + row0 + i);
+        copy_to_shared_wait();
         __syncthreads();
         const long long first = clamp_entry(window[0]), last = clamp_entry(window[rows]);
         long long hi;
@@ -339,46 +438,70 @@ csr_stats(const I* __restrict__ indptr, const I* __restrict__ indices, const lon
         } else {
             hi = lo + ITEM < last ? lo + ITEM : last;
         }
-        // The next ticket is taken now and stored at the end, so its round trip overlaps this
-        // item's work.
+        // The next ticket is taken now and stored after the row statistics, so its round trip
+        // overlaps them.
         unsigned long long next_ticket = 0;
         if (threadIdx.x == 0) next_ticket = atomicAdd(counters + COUNTER_TICKET, 1ULL);
-        // This thread's first run of the item's entries is loaded before the row statistics, so
-        // its bytes are in flight meanwhile. (hi < lo only for a corrupt indptr, whose
-        // statistics mean nothing: no entries then.)
+        // The item's pieces, the first one's loads issued before the row statistics, so its
+        // bytes are in flight meanwhile. (hi < lo only for a corrupt indptr, whose statistics
+        // mean nothing: no entries then.)
         const I item_lo = I(lo), item_hi = I(hi < lo ? lo : hi);
-        const I end_run = item_hi / STATS_RUN<I> + (item_hi % STATS_RUN<I> != 0);
-        const I run = item_lo / STATS_RUN<I> + I(threadIdx.x);
-        I columns[STATS_RUN<I>];
-        if (run < end_run) load_masked_run(indices, run * STATS_RUN<I>, item_lo, item_hi, aligned, columns);
+        if (threadIdx.x == 0) block_entries += (unsigned long long)(item_hi - item_lo);
+        I base = item_lo / STATS_PIECE<I> * STATS_PIECE<I>;
+        I held[PIECE_VECTORS<I>][STATS_VECTOR<I>];
+        const auto piece_end = [item_hi](const I from) {  // of the piece starting at from (fits I)
+            return item_hi - from <= STATS_PIECE<I> ? item_hi : from + STATS_PIECE<I>;
+        };
+        if (item_hi > item_lo)
+            load_piece(indices, base, int(item_lo - base), int(piece_end(base) - base), I(nnz), aligned, held);
         if (own_tile) tile_rows_stats(window, rows, overflow_capacity, bins, out, warp_widths, warp_longest);
-        tile_structure(indices, window, rows, I(row0), item_lo, item_hi, run, end_run, columns, aligned, stage, s);
-        if (threadIdx.x == 0) ticket_shared = (long long)next_ticket;
+        if (threadIdx.x == 0) ticket_shared = (long long)next_ticket;  // (read after the next item's barrier)
+        // A tile's own item starts at its first row; a chunk at the row holding its first entry.
+        int first_row = own_tile ? 0 : window_search(window, 0, rows, item_lo);
+        for (I plo = item_lo; plo < item_hi;) {
+            const I phi = piece_end(base);
+            store_piece(stage, int(plo - base), int(phi - base), held);
+            if (threadIdx.x == 0) long_counter = 0, next_first_row = first_row;
+            __syncthreads();  // the piece, the list's counter
+            if (phi < item_hi) load_piece(indices, phi, 0, int(piece_end(phi) - phi), I(nnz), aligned, held);
+            piece_short_rows(window, rows, I(row0), base, plo, phi, first_row, stage, &next_first_row, &long_counter,
+                             long_rows, s);
+            __syncthreads();  // the long rows listed
+            piece_long_rows(window, I(row0), base, plo, phi, long_counter, long_rows, stage, s);
+            if (phi == item_hi) break;  // (the next item's first barrier frees the stage and the list)
+            first_row = next_first_row;
+            base = plo = phi;
+            __syncthreads();  // every thread is done with the stage and the list
+        }
+        s.end_item(warp_structure[threadIdx.x / 32]);
     }
-    // The block's totals (block_sum's barrier also orders every shared bin update before the
-    // merge below).
-    unsigned long long totals[5] = {s.below, (unsigned long long)(s.seen - s.below - s.above), s.above, s.distance,
-                                    (unsigned long long)s.band};
-#pragma unroll
-    for (int w = 0; w < 4; ++w) totals[w] = sg::subwarp_sum<32>(totals[w]);
+    // The block's totals: |i - j|'s sum and max over each warp, then over the block with the
+    // warps' counts below and above the diagonal (the barrier also orders every shared bin update
+    // before the merge below).
+    const unsigned long long distance = sg::subwarp_sum<32>(s.distance);
+    unsigned long long band = s.band;
     for (int offset = 16; offset > 0; offset /= 2) {
-        const unsigned long long other = sg::shfl_down(totals[4], offset);
-        totals[4] = other > totals[4] ? other : totals[4];
+        const unsigned long long other = sg::shfl_down(band, offset);
+        band = other > band ? other : band;
     }
     const int warp = threadIdx.x / 32;
     auto scratch = reinterpret_cast<unsigned long long (*)[STATS_BLOCK / 32]>(stage);
     __syncthreads();  // the stage is free
-    if (threadIdx.x % 32 == 0) {
-#pragma unroll
-        for (int w = 0; w < 5; ++w) scratch[w][warp] = totals[w];
-    }
+    if (threadIdx.x % 32 == 0) scratch[0][warp] = distance, scratch[1][warp] = band;
     __syncthreads();
     if (threadIdx.x < 5) {
-        unsigned long long total = 0;
+        unsigned long long below = 0, above = 0, distance_total = 0, band_total = 0;
         for (int w = 0; w < STATS_BLOCK / 32; ++w) {
-            const unsigned long long value = scratch[threadIdx.x][w];
-            total = threadIdx.x == 4 ? (value > total ? value : total) : total + value;
+            below += warp_structure[w][0], above += warp_structure[w][1], distance_total += scratch[0][w];
+            band_total = scratch[1][w] > band_total ? scratch[1][w] : band_total;
         }
+        // Thread t merges word t: below, on (the block's entries less those off the diagonal),
+        // above, the sum of |i - j|, its max.
+        const unsigned long long total = threadIdx.x == 0 ? below
+                                         : threadIdx.x == 1 ? block_entries - below - above
+                                         : threadIdx.x == 2 ? above
+                                         : threadIdx.x == 3 ? distance_total
+                                                            : band_total;
         if (threadIdx.x == 4) {
             if (total) atomicMax(out + 4, total);
         } else if (total) {

@@ -64,10 +64,10 @@ from sparsegpu.reference.stats import (OUT_BINS, OUT_LONGEST, OUT_OVERFLOW, OUT_
                                        SELL_SLICE, overflow_capacity)
 
 #: Blocks per multiprocessor the launcher keeps resident, by index item size (csr_stats's launch
-#: bounds cap its registers at 64 a thread for int32 and 85 for int64; its shared memory, 41 and
-#: 49 KB, would allow more), so one wave of blocks takes every tile and chunk through the ticket,
-#: and merging each block's 4096 shared bins stays small next to its share of the rows.
-STATS_BLOCKS_PER_SM = {4: 4, 8: 3}
+#: bounds cap its registers at 40 a thread for int32 and 48 for int64, and its shared memory, 33
+#: and 41 KB, allows as many), so one wave of blocks takes every tile and chunk through the
+#: ticket, and merging each block's 4096 shared bins stays small next to its share of the rows.
+STATS_BLOCKS_PER_SM = {4: 6, 8: 5}
 STATS_BLOCK = 256  # kernels/matrix_stats.cu STATS_BLOCK
 STATS_WINDOW = 2016  # kernels/matrix_stats.cu STATS_WINDOW: rows a tile holds at most
 STATS_ITEM_BYTES = 65536  # kernels/matrix_stats.cu STATS_ITEM<I> * sizeof(I): columns per work item

@@ -309,10 +309,17 @@ def test_gpu_kernel_writes_only_its_words(index_dtype, rng):
 
 
 def structure_cases(rng) -> dict[str, sp.csr_array]:
-    """Matrices for csr_stats's tiles (up to 2016 rows) and work items (16384 int32 or 8192 int64
-    entries): tiles of empty rows only, rows longer than an item (handed on in chunks), a row
-    of millions of entries (chunks spread over the device), every tile handing on chunks, entry
-    counts off the item and the run, trailing empty rows."""
+    """Matrices for csr_stats's tiles (up to 2016 rows), work items (16384 int32 or 8192 int64
+    entries) and pieces (2048 or 1024 entries): tiles of empty rows only, rows longer than an
+    item (handed on in chunks), a row of millions of entries (chunks spread over the device),
+    every tile handing on chunks, entry counts off the item and the piece, trailing empty rows,
+    tiles mixing rows walked by a thread (under 32 entries in a piece) with rows shared by the
+    block in 32-entry segments, rows of equal even lengths (the walks' skew), rows ending exactly
+    at piece ends followed by empty rows."""
+    mixed = np.concatenate([rng.integers(0, 11, 3000), rng.integers(20, 41, 1500), rng.integers(100, 5000, 60)])
+    rng.shuffle(mixed)
+    at_piece_ends = np.zeros(6000, np.int64)
+    at_piece_ends[::3] = 64
     sparse_rows = np.zeros(300_000, np.int64)
     sparse_rows[rng.choice(sparse_rows.size, 700, replace=False)] = rng.integers(1, 40, 700)
     around_items = np.full(4096, 4)  # items end at row ends (int32 and int64 items)
@@ -329,6 +336,10 @@ def structure_cases(rng) -> dict[str, sp.csr_array]:
         "one entry per row, nnz off the item": from_lengths(np.ones(3 * 16384 + 5, np.int64), 20_000, rng),
         "trailing empty rows": from_lengths(np.concatenate([rng.integers(0, 9, 7000), np.zeros(20_000, np.int64)]),
                                             9000, rng),
+        "short and long rows in one tile": from_lengths(mixed, 7000, rng),
+        "rows of 31, 32 and 33 entries": from_lengths(rng.choice([0, 31, 32, 33], 3000), 4000, rng),
+        "rows of equal even lengths": from_lengths(rng.choice([2, 4, 8, 16], 6000), 3000, rng),
+        "rows ending at piece ends, then empty rows": from_lengths(at_piece_ends, 500, rng),
         "one entry": from_lengths([0, 0, 1, 0], 4, rng),
         "1x1": sp.csr_array(np.ones((1, 1))),
         "empty 1x1": sp.csr_array((1, 1)),
