@@ -255,7 +255,8 @@ class _Workspace:
 
         self.buffer = cupy.empty(0, dtype=np.uint64)
         self.queue = cupy.empty(0, dtype=np.uint64)
-        self.head = np.frombuffer(cupy.cuda.alloc_pinned_memory(OUT_OVERFLOW * 8), np.int64, OUT_OVERFLOW)
+        words = OUT_OVERFLOW + HEAD_OVERFLOW_ROWS
+        self.head = np.frombuffer(cupy.cuda.alloc_pinned_memory(words * 8), np.int64, words)
         self.head_pointer = self.head.ctypes.data
         self.epoch = 0
 
@@ -281,11 +282,17 @@ class _Workspaces(threading.local):
 _WORKSPACES = _Workspaces()
 
 
+#: Overflow-list entries copied back with the head: matrices with at most this many rows past the
+#: bins (R-MAT scale 21 has 232) need no second copy and synchronisation.
+HEAD_OVERFLOW_ROWS = 1024
+
+
 def _read_statistics(csr: Any) -> tuple[np.ndarray, np.ndarray]:
     """(the statistics buffer's head, words 0 .. OUT_OVERFLOW, and the longer rows' lengths) on
-    the host as int64. On the GPU the head is a view of this thread's pinned workspace, valid
-    until its next call: one memset, one launch, one copy back (two when some row is past the
-    bins), one synchronisation."""
+    the host as int64. On the GPU both are views of this thread's pinned workspace, valid until
+    its next call: one memset, one launch, one copy back of the head and the first
+    HEAD_OVERFLOW_ROWS overflow entries (a second copy only when more rows are past the bins),
+    one synchronisation."""
     m, nnz = csr.shape[0], csr.nnz
     capacity = overflow_capacity(nnz)
     if csr.backend == "cpu" or not m:
@@ -308,13 +315,14 @@ def _read_statistics(csr: Any) -> tuple[np.ndarray, np.ndarray]:
     # read, the queue never needs zeroing (epochs).
     runtime.memsetAsync(pointer, 0, (STATS_COUNTERS + OUT_OVERFLOW) * 8, stream)
     _statistics_kernel(csr, space.buffer, space.queue, space.epoch)
-    runtime.memcpyAsync(space.head_pointer, pointer + 8 * STATS_COUNTERS, OUT_OVERFLOW * 8,
+    copied = min(HEAD_OVERFLOW_ROWS, capacity)
+    runtime.memcpyAsync(space.head_pointer, pointer + 8 * STATS_COUNTERS, (OUT_OVERFLOW + copied) * 8,
                         runtime.memcpyDeviceToHost, stream)
     runtime.streamSynchronize(stream)
-    head = space.head
+    head = space.head[:OUT_OVERFLOW]
     longer = min(int(head[OUT_OVERFLOW_ROWS]), capacity)
-    if not longer:
-        return head, head[:0]
+    if longer <= copied:
+        return head, space.head[OUT_OVERFLOW:OUT_OVERFLOW + longer]
     first = STATS_COUNTERS + OUT_OVERFLOW
     return head, space.buffer[first:first + longer].get().view(np.int64)
 
@@ -327,8 +335,10 @@ def _statistics_buffer(csr: Any) -> np.ndarray:
 
 
 def _length_histogram(head: np.ndarray, longer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct row lengths ascending, rows of each) from a statistics buffer's head and the
-    overflow list as far as the buffer holds it. Only the bins up to the longest row are read."""
+    """(row lengths ascending, rows of each) from a statistics buffer's head and the overflow list
+    as far as the buffer holds it. Only the bins up to the longest row are read. The lengths in
+    the bins are distinct; the overflow rows follow one by one, sorted (a length may repeat there,
+    which the summaries allow: it saves a unique)."""
     if int(head[OUT_OVERFLOW_ROWS]) > longer.size:
         raise RuntimeError(f"{int(head[OUT_OVERFLOW_ROWS])} rows of {ROW_STATS_BINS} entries or more cannot fit in "
                            f"{longer.size} entries: the matrix's indptr is not monotone")
@@ -337,8 +347,8 @@ def _length_histogram(head: np.ndarray, longer: np.ndarray) -> tuple[np.ndarray,
     lengths = bins.nonzero()[0]
     counts = bins[lengths]
     if longer.size:
-        long_lengths, long_counts = np.unique(longer, return_counts=True)
-        lengths, counts = np.concatenate([lengths, long_lengths]), np.concatenate([counts, long_counts])
+        lengths = np.concatenate([lengths, np.sort(longer)])
+        counts = np.concatenate([counts, np.ones(longer.size, dtype=counts.dtype)])
     return lengths, counts
 
 
@@ -365,12 +375,13 @@ _QUANTILE_FRACTIONS = np.array(list(QUANTILES.values()))
 #: nanoseconds, and most matrices have a few distinct lengths only.
 FEW_LENGTHS = 48
 
-# The host summary of a length histogram (distinct lengths ascending, rows of each; m rows in
-# all), in two equal ways: (sum of squared lengths, the QUANTILES' lengths, HYB's width, entries
+# The host summary of a length histogram (lengths ascending, rows of each; m rows in all; a
+# length may repeat, see _length_histogram), in two equal ways: (sum of squared lengths, the QUANTILES' lengths, HYB's width, entries
 # in HYB's ELL part at that width, rows longer than `limit`). The q-quantile is the shortest
 # length whose cumulative row count reaches q * m; HYB's cost is evaluated with the same float64
 # operations, in the same order, as sparsegpu.formats.hyb.width_for_counts, on exact integers
-# (exact below 2^53), so both ways give the same bits.
+# (exact below 2^53), so both ways give the same bits. A repeated length's first copy counts the
+# later copies as overflow, so its cost is higher and the minimum falls on its last copy.
 
 
 def _summary_of_few(lengths: list[int], counts: list[int], m: int, value_bytes: int, index_bytes: int,
@@ -434,8 +445,8 @@ def _summarise(head: np.ndarray, longer: np.ndarray, shape: tuple[int, int], nnz
     below, on, above, distance, band, slice_widths = head[:OUT_OVERFLOW_ROWS].tolist()
     mean = nnz / m if m else 0.0
     if m:
-        # The distinct lengths: the bins up to the longest row, then the longer rows' distinct
-        # lengths; few values whatever the matrix's size.
+        # The lengths: the bins up to the longest row, then the longer rows' (at most
+        # nnz / ROW_STATS_BINS): few values whatever the matrix's size.
         lengths, counts = _length_histogram(head, longer)
         limit = long_row_limit(threads_per_row(mean))
         if lengths.size <= FEW_LENGTHS:

@@ -377,6 +377,20 @@ def test_gpu_statistics_are_the_same_every_run(rng):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("copied_with_head", [1024, 2])
+def test_gpu_overflow_rows_read_with_the_head_or_after(monkeypatch, rng, copied_with_head):
+    # Five rows past the bins, with a repeated length: read with the head, or (when fewer are
+    # copied with it) by a second copy; the statistics equal the CPU's either way.
+    monkeypatch.setattr(advisor, "HEAD_OVERFLOW_ROWS", copied_with_head)
+    lengths = np.array([3] * 50 + [5000, 7000, 5000, 4096, 9000] + [0] * 20)
+    rng.shuffle(lengths)
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    indices = np.concatenate([np.sort(rng.choice(10000, k, replace=False)) for k in lengths]).astype(np.int32)
+    S = sp.csr_array((rng.standard_normal(indices.size), indices, indptr), shape=(lengths.size, 10000))
+    gpu, cpu = (sparsegpu.CSR.from_scipy(S, backend=b) for b in ("gpu", "cpu"))
+    assert advisor.matrix_stats(gpu) == advisor.matrix_stats(cpu) == numpy_stats(cpu)
+
+@pytest.mark.gpu
 def test_gpu_statistics_of_empty_matrices():
     for shape in [(0, 0), (0, 5), (5, 0), (1, 1), (3000, 7)]:
         S = sp.csr_array(shape)
