@@ -43,7 +43,7 @@ def _median_seconds(run: Callable[[], Any], repeats: int, synchronize: Callable[
     return statistics.median(samples)
 
 
-def _per_iteration(solve: Callable[[int], Any], iterations: int, repeats: int,
+def ms_per_iteration(solve: Callable[[int], Any], iterations: int, repeats: int,
                    synchronize: Callable[[], None]) -> float:
     """Milliseconds per iteration of whole solves: (T(k) - T(1)) / (k - 1)."""
     long = _median_seconds(lambda: solve(iterations), repeats, synchronize)
@@ -103,7 +103,7 @@ def compare_cg(n_side: int, iterations: int, repeats: int = 5, scipy_iterations:
     theirs, theirs_whole = _both_measures(lambda k: csla.cg(A_cupyx, b, maxiter=k, **cupyx_tolerance),
                                           iterations, repeats, synchronize)
     scipy_k = max(2, min(iterations, 50) if scipy_iterations is None else scipy_iterations)
-    host = _per_iteration(lambda k: sla.cg(S, b_host, maxiter=k, rtol=0.0, atol=0.0), scipy_k,
+    host = ms_per_iteration(lambda k: sla.cg(S, b_host, maxiter=k, rtol=0.0, atol=0.0), scipy_k,
                           max(1, min(repeats, 3)), lambda: None)
     return {
         "problem": f"2-D Poisson {n_side}x{n_side}",
@@ -121,6 +121,23 @@ def compare_cg(n_side: int, iterations: int, repeats: int = 5, scipy_iterations:
         "scipy_ms_per_iteration_whole_solve": host,
         "speedup_vs_scipy_whole_solve": host / ours_whole,
     }
+
+
+def fixed_iterations(solver: Callable, matrix: Any, rhs: Any, method: str) -> Callable[[int], Any]:
+    """``k -> solver(matrix, rhs, ...)`` doing exactly k iterations (rtol = atol = 0): for GMRES
+    one cycle of k inner iterations (``restart = k``), for MINRES (no atol in SciPy's) k
+    Lanczos steps. The same call for sparsegpu's solvers and SciPy's.
+
+    >>> import numpy as np
+    >>> x, info = fixed_iterations(sla.cg, poisson2d(4), np.ones(16), "cg")(3)
+    >>> info
+    3
+    """
+    if method == "gmres":
+        return lambda k: solver(matrix, rhs, restart=k, maxiter=1, rtol=0.0, atol=0.0)
+    if method == "minres":
+        return lambda k: solver(matrix, rhs, maxiter=k, rtol=0.0)
+    return lambda k: solver(matrix, rhs, maxiter=k, rtol=0.0, atol=0.0)
 
 
 def compare_solvers(n_side: int, iterations: int, repeats: int = 3,
@@ -141,13 +158,6 @@ def compare_solvers(n_side: int, iterations: int, repeats: int = 3,
     def synchronize() -> None:
         cupy.cuda.Device().synchronize()
 
-    def runner(solver: Callable, matrix: Any, rhs: Any, method: str) -> Callable[[int], Any]:
-        if method == "gmres":
-            return lambda k: solver(matrix, rhs, restart=k, maxiter=1, rtol=0.0, atol=0.0)
-        if method == "minres":
-            return lambda k: solver(matrix, rhs, maxiter=k, rtol=0.0)
-        return lambda k: solver(matrix, rhs, maxiter=k, rtol=0.0, atol=0.0)
-
     results = {}
     for method, ours_fn, ref_fn in (("cg", cg, sla.cg), ("bicgstab", bicgstab, sla.bicgstab),
                                     ("gmres", gmres, sla.gmres), ("minres", minres, sla.minres)):
@@ -155,8 +165,8 @@ def compare_solvers(n_side: int, iterations: int, repeats: int = 3,
         # same basis size.
         k_ours = min(iterations, 20) if method == "gmres" else iterations
         k_host = k_ours if method == "gmres" else scipy_iterations
-        ours = _per_iteration(runner(ours_fn, A, b, method), k_ours, repeats, synchronize)
-        host = _per_iteration(runner(ref_fn, S, b_host, method), k_host, 1, lambda: None)
+        ours = ms_per_iteration(fixed_iterations(ours_fn, A, b, method), k_ours, repeats, synchronize)
+        host = ms_per_iteration(fixed_iterations(ref_fn, S, b_host, method), k_host, 1, lambda: None)
         results[method] = {"sparsegpu_ms_per_iteration": ours, "scipy_ms_per_iteration": host,
                            "speedup_vs_scipy": host / ours, "nnz": float(S.nnz), "format": A.format}
     return results
