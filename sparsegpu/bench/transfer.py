@@ -71,35 +71,25 @@ def unsorted_copy(S: sp.csr_array) -> sp.csr_array:
 def _median_seconds(fn: Callable[[], Any], backend: str, repeat: int, warmup: int = 1) -> tuple[float, Any]:
     """Median host seconds of ``fn()`` (device synchronised around each call) and the last
     result."""
-    result = None
-    for _ in range(warmup):
-        result = fn()
-        synchronize(backend)
-        result = None
-    samples = []
-    for _ in range(max(1, repeat)):
-        synchronize(backend)
-        start = time.perf_counter()
-        result = fn()
-        synchronize(backend)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples), result
+    return _interleaved_medians({"fn": fn}, backend, repeat, warmup)["fn"]
 
 
-def _interleaved_medians(fns: dict[str, Callable[[], Any]], backend: str, repeat: int) -> dict[str, tuple[float, Any]]:
+def _interleaved_medians(fns: dict[str, Callable[[], Any]], backend: str, repeat: int,
+                         warmup: int = 1) -> dict[str, tuple[float, Any]]:
     """Median host seconds and last result of each function, called in turn round after round
-    (after one warm-up round), so that all of them see the same state of the host, the device
-    and their memory pools."""
+    (after ``warmup`` untimed rounds), so that all of them see the same state of the host, the
+    device and their memory pools. A function's previous result is dropped before it runs
+    again, so at most one of its results is alive at a time."""
     samples: dict[str, list[float]] = {name: [] for name in fns}
     results: dict[str, Any] = {}
-    for round_ in range(max(1, repeat) + 1):
+    for round_ in range(warmup + max(1, repeat)):
         for name, fn in fns.items():
             results[name] = None
             synchronize(backend)
             start = time.perf_counter()
             results[name] = fn()
             synchronize(backend)
-            if round_:
+            if round_ >= warmup:
                 samples[name].append(time.perf_counter() - start)
     return {name: (statistics.median(samples[name]), results[name]) for name in fns}
 
