@@ -35,6 +35,18 @@ template <> __device__ __forceinline__ complex<double> ldg(const complex<double>
     return complex<double>(v.x, v.y);
 }
 
+// Loads cached in L2 only (not L1, which is not coherent across multiprocessors): for data other
+// blocks of the same kernel wrote (after a fence and a ticket, as in sg::grid_sums).
+template <class V> __device__ __forceinline__ V ldcg(const V* p) { return __ldcg(p); }
+template <> __device__ __forceinline__ complex<float> ldcg(const complex<float>* p) {
+    const float2 v = __ldcg(reinterpret_cast<const float2*>(p));
+    return complex<float>(v.x, v.y);
+}
+template <> __device__ __forceinline__ complex<double> ldcg(const complex<double>* p) {
+    const double2 v = __ldcg(reinterpret_cast<const double2*>(p));
+    return complex<double>(v.x, v.y);
+}
+
 // ---------------------------------------------------------------- L2 eviction hints (sm_80+)
 // A policy from l2_evict_first() / l2_evict_last() (one createpolicy instruction; make it once
 // per thread) marks the lines a load_hint / store_hint touches: evict-first for data read once

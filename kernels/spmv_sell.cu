@@ -3,19 +3,91 @@
 // block of C rows and width (slice_ptr[s + 1] - slice_ptr[s]) / C, stored column-major from
 // slice_ptr[s] (slot k of lane l at slice_ptr[s] + k * C + l), padding marked by column -1.
 //
-// One thread per permuted row: C = 32 makes a slice one warp, whose loads per slot are 32
-// consecutive entries. The thread writes y[perm[rank]], undoing the permutation. Slots are
-// summed in order: bitwise reproducible run to run.
+// One kernel, sell_spmv<V, I, C, MODE>, in two modes the host picks from the layout:
+//
+// SELL_DIRECT (no split slices, no hot columns: stencils, meshes, any matrix without long rows)
+// is the plain SELL kernel: one thread per permuted row, a grid covering the rows, the row summed
+// by padded_row_sum (shared with ELL, kernels/spmv_ell.cu), y[perm[rank]] written directly. C = 32
+// makes a slice one warp, whose loads per slot are 32 consecutive entries. Nothing else is read:
+// the unit loop below cost regular matrices 15-20% of their bandwidth (H200, scratch/h3_rmat.py).
+//
+// SELL_UNITS and SELL_UNITS_HOT (the layout has split slices or hot columns: power-law graphs).
+// A group of C threads (a warp for C = 32) takes one unit at a time, each thread a lane (one
+// row): a whole slice, or, for a slice wider than `split`, one part of it (slots [part * split,
+// part * split + split) of every lane). So a power-law hub row of 60,000 entries is summed by
+// ~1,000 groups at once instead of one thread (which the whole product would wait for). The parts
+// of split slices come first (units 0 .. n_split - 1, listed by split_slice / split_part, the
+// widest work first), then every slice in order (units n_split ..), where the split ones are
+// skipped. A whole slice's lane writes y[perm[rank]] directly. A part's lane writes its partial
+// sum to partials[unit * C + lane], then takes a ticket for its row (tickets[(first part's unit)
+// * C + lane], integer atomics); the lane that takes the last ticket adds the row's partials in
+// part order and writes y, and sets the ticket back to 0 for the next product.
+//
+// Hot columns (SELL_UNITS_HOT): the n_hot most gathered columns of x (chosen at conversion) are
+// staged in shared memory by each block at its start; their entries are stored as column -2 - j
+// (j the staged position), so those gathers are served from shared memory instead of L2 sectors
+// of 32 bytes per 8-byte value. Worth it only with persistent blocks (the host launches one wave
+// of resident blocks, each taking units round after round), so staging is paid once per block.
+//
+// Every sum, in every mode, has a fixed order: bitwise reproducible run to run, no float atomics.
 #include "spmv_ell.cu"
 
-constexpr int SELL_BLOCK = 256;  // a multiple of every C, so no slice straddles two blocks
+constexpr int SELL_BLOCK = 256;  // a multiple of every C, so no group straddles two blocks
+// Blocks per multiprocessor at most in a persistent launch (2048 resident threads / SELL_BLOCK,
+// as ELL's measured best); the host lowers it for the hot columns' shared memory and registers.
+constexpr int SELL_BLOCKS_PER_SM = 8;
+constexpr int SELL_PAD = -1;  // a padding slot's column
+// sell_spmv's MODE (the host's SELL_DIRECT, SELL_UNITS, SELL_UNITS_HOT in sparsegpu/formats/sell.py).
+constexpr int SELL_DIRECT = 0;
+constexpr int SELL_UNITS = 1;
+constexpr int SELL_UNITS_HOT = 2;
 
+// Sum of data[k * C] * x[col[k * C]] over one lane's slots k0 <= k < k1 (indices and data
+// already point at the lane's slot 0), stopping at its first padding slot (padding trails a
+// lane's entries). Without HOT, padded_row_sum itself. With HOT, column -2 - j reads hot_x[j]
+// (shared memory), which padded_row_sum would take for padding: the same loop, that gather aside.
+template <class V, class I, int C, bool HOT>
+__device__ __forceinline__ V sell_lane_sum(const I* __restrict__ indices, const V* __restrict__ data,
+                                           const V* __restrict__ x, const V* hot_x, long long k0, long long k1) {
+    if constexpr (!HOT) {
+        return padded_row_sum(indices, data, x, k0 * C, (long long)C, k1 - k0);
+    } else {
+        const unsigned long long read_once = sg::l2_evict_first();  // as padded_row_sum
+        V sum = V(0);
+        for (long long k = k0; k < k1; k += PADDED_UNROLL) {
+            I col[PADDED_UNROLL];
+#pragma unroll
+            for (int u = 0; u < PADDED_UNROLL; ++u)
+                col[u] = k + u < k1 ? sg::load_hint(indices + (k + u) * C, read_once) : I(SELL_PAD);
+#pragma unroll
+            for (int u = 0; u < PADDED_UNROLL; ++u) {
+                if (col[u] == I(SELL_PAD)) continue;
+                const V xv = col[u] >= 0 ? sg::ldg(x + col[u]) : hot_x[-2 - (long long)col[u]];
+                sum = sum + sg::load_hint(data + (k + u) * C, read_once) * xv;
+            }
+            if (col[PADDED_UNROLL - 1] == I(SELL_PAD)) break;  // the lane's padding has begun (or its slots ended)
+        }
+        return sum;
+    }
+}
+
+// The last of a row's parts to finish: the row's partial sums added in part order. The ticket
+// is left at 0 for the next product.
+template <class V>
+__device__ __forceinline__ V sell_parts_total(const V* partials, unsigned int* ticket, long long parts, int C) {
+    __threadfence();  // the other parts' partials, published before their tickets, are seen
+    V sum = V(0);
+    for (long long p = 0; p < parts; ++p) sum = sum + sg::ldcg(partials + p * C);
+    *ticket = 0u;
+    return sum;
+}
+
+// SELL_DIRECT: the thread of permuted row `rank` (the grid covers the rows).
 template <class V, class I, int C>
-__global__ void __launch_bounds__(SELL_BLOCK)
-sell_spmv(const long long* __restrict__ slice_ptr, const I* __restrict__ indices, const V* __restrict__ data,
-          const I* __restrict__ perm, const long long n_rows, const V* __restrict__ x, V* __restrict__ y,
-          const V alpha, const V beta) {
-    static_assert(SELL_BLOCK % C == 0, "C must divide the block");
+__device__ __forceinline__ void sell_direct(const long long* __restrict__ slice_ptr, const I* __restrict__ indices,
+                                            const V* __restrict__ data, const I* __restrict__ perm,
+                                            const long long n_rows, const V* __restrict__ x, V* __restrict__ y,
+                                            const V alpha, const V beta) {
     const long long rank = (long long)blockIdx.x * SELL_BLOCK + threadIdx.x;
     if (rank >= n_rows) return;  // the last slice's padding rows
     const long long slice = rank / C;
@@ -24,6 +96,78 @@ sell_spmv(const long long* __restrict__ slice_ptr, const I* __restrict__ indices
     const V sum = padded_row_sum(indices, data, x, begin + rank % C, (long long)C, width);
     const I row = sg::ldg(perm + rank);
     y[row] = sg::axpby(alpha, sum, beta, y + row);
+}
+
+// SELL_UNITS / SELL_UNITS_HOT: the group's units, round after round.
+template <class V, class I, int C, bool HOT>
+__device__ __forceinline__ void sell_units(const long long* __restrict__ slice_ptr, const I* __restrict__ indices,
+                                           const V* __restrict__ data, const I* __restrict__ perm,
+                                           const I* __restrict__ split_slice, const I* __restrict__ split_part,
+                                           const long long n_split, const long long split,
+                                           const I* __restrict__ hot_cols, const long long n_hot,
+                                           const long long n_slices, const long long n_rows,
+                                           const V* __restrict__ x, V* __restrict__ y, const V alpha, const V beta,
+                                           V* partials, unsigned int* tickets) {
+    constexpr int GROUPS = SELL_BLOCK / C;
+    extern __shared__ __align__(16) unsigned char sell_shared[];
+    V* hot_x = reinterpret_cast<V*>(sell_shared);
+    if (HOT) {
+        for (long long j = threadIdx.x; j < n_hot; j += SELL_BLOCK) hot_x[j] = sg::ldg(x + sg::ldg(hot_cols + j));
+        __syncthreads();
+    }
+    const int lane = threadIdx.x % C;
+    const long long n_units = n_split + n_slices;
+    // Rounds of one unit per group, in snake order (group g takes unit g of even rounds and unit
+    // groups - 1 - g of odd ones): the units come widest first (parts, then slices sorted by
+    // length), so every group's total evens out, as in a greedy longest-first schedule.
+    const long long groups = (long long)gridDim.x * GROUPS, group = (long long)blockIdx.x * GROUPS + threadIdx.x / C;
+    bool forward = true;
+    for (long long round = 0; round < n_units; round += groups, forward = !forward) {
+        const long long unit = round + (forward ? group : groups - 1 - group);
+        if (unit >= n_units) continue;  // the last round's missing units
+        const bool is_part = unit < n_split;
+        const long long slice = is_part ? (long long)sg::ldg(split_slice + unit) : unit - n_split;
+        const long long part = is_part ? (long long)sg::ldg(split_part + unit) : 0;
+        const long long begin = sg::ldg(slice_ptr + slice) + lane;
+        const long long width = (sg::ldg(slice_ptr + slice + 1) - sg::ldg(slice_ptr + slice)) / C;
+        if (!is_part && width > split) continue;  // summed by its parts
+        const long long rank = slice * C + lane;
+        if (rank >= n_rows) continue;  // the last slice's padding lanes
+        const long long k0 = is_part ? part * split : 0;
+        const long long k1 = is_part && k0 + split < width ? k0 + split : width;
+        V sum = sell_lane_sum<V, I, C, HOT>(indices + begin, data + begin, x, hot_x, k0, k1);
+        if (is_part) {
+            const long long parts = (width + split - 1) / split;
+            const long long first = (unit - part) * C + lane;  // the row's first part's entries
+            partials[unit * C + lane] = sum;
+            __threadfence();  // the partial is visible before the ticket is taken
+            if (atomicAdd(tickets + first, 1u) != (unsigned int)(parts - 1)) continue;
+            sum = sell_parts_total(partials + first, tickets + first, parts, C);
+        }
+        const I row = sg::ldg(perm + rank);
+        y[row] = sg::axpby(alpha, sum, beta, y + row);
+    }
+}
+
+// One argument list for every mode; SELL_DIRECT reads only slice_ptr, indices, data, perm,
+// n_rows, x, y, alpha and beta. `split`: the widest whole slice (LLONG_MAX when nothing is
+// split). `partials` and `tickets`: n_split * C entries each (null when n_split is 0), tickets
+// zero at launch (left zero). The dynamic shared memory holds n_hot values with SELL_UNITS_HOT.
+template <class V, class I, int C, int MODE>
+__global__ void __launch_bounds__(SELL_BLOCK)
+sell_spmv(const long long* __restrict__ slice_ptr, const I* __restrict__ indices, const V* __restrict__ data,
+          const I* __restrict__ perm, const I* __restrict__ split_slice, const I* __restrict__ split_part,
+          const long long n_split, const long long split, const I* __restrict__ hot_cols, const long long n_hot,
+          const long long n_slices, const long long n_rows, const V* __restrict__ x, V* __restrict__ y,
+          const V alpha, const V beta, V* partials, unsigned int* tickets) {
+    static_assert(SELL_BLOCK % C == 0, "C must divide the block");
+    static_assert(MODE == SELL_DIRECT || MODE == SELL_UNITS || MODE == SELL_UNITS_HOT, "unknown SELL mode");
+    if constexpr (MODE == SELL_DIRECT)
+        sell_direct<V, I, C>(slice_ptr, indices, data, perm, n_rows, x, y, alpha, beta);
+    else
+        sell_units<V, I, C, MODE == SELL_UNITS_HOT>(slice_ptr, indices, data, perm, split_slice, split_part, n_split,
+                                                    split, hot_cols, n_hot, n_slices, n_rows, x, y, alpha, beta,
+                                                    partials, tickets);
 }
 
 // Slice widths times C, from the rows in rank order (perm sorted by length, longest first, inside
@@ -46,4 +190,72 @@ sell_slice_widths(const I* __restrict__ indptr, const I* __restrict__ perm, cons
         }
     }
     widths[slice] = width * C;
+}
+
+// The part list: slice s wider than `split` slots has ceil(width / split) parts, listed from
+// unit_first[s] (the exclusive scan of the part counts) as (split_slice, split_part) = (s, 0),
+// (s, 1), ... One thread per slice.
+template <class I>
+__global__ void __launch_bounds__(SELL_BLOCK)
+sell_split_units(const long long* __restrict__ slice_ptr, const long long* __restrict__ unit_first,
+                 const long long n_slices, const long long C, const long long split, I* __restrict__ split_slice,
+                 I* __restrict__ split_part) {
+    const long long slice = (long long)blockIdx.x * SELL_BLOCK + threadIdx.x;
+    if (slice >= n_slices) return;
+    const long long width = (sg::ldg(slice_ptr + slice + 1) - sg::ldg(slice_ptr + slice)) / C;
+    if (width <= split) return;
+    const long long first = sg::ldg(unit_first + slice);
+    const long long parts = (width + split - 1) / split;
+    for (long long p = 0; p < parts; ++p) {
+        split_slice[first + p] = (I)slice;
+        split_part[first + p] = (I)p;
+    }
+}
+
+// The slots of the layout from a CSR, over the same units as the product (a thread per lane of
+// each whole slice or part), so a hub row is copied by its parts' threads, not by one thread.
+// Each thread writes its lane's slots [k0, k1): the row's entries k (column c stored as
+// -2 - hot_slot[c] when hot_slot is non-null and hot_slot[c] >= 0), then padding (column -1,
+// value 0). Every slot is written once, so the outputs need no initialisation. The host uses it
+// when the layout has parts or hot columns; otherwise csr_to_slots (LAYOUT_SELL, spmv_ell.cu)
+// writes the same slots.
+template <class V, class I>
+__global__ void __launch_bounds__(SELL_BLOCK)
+sell_fill_slots(const I* __restrict__ indptr, const I* __restrict__ indices, const V* __restrict__ data,
+                const I* __restrict__ perm, const I* __restrict__ hot_slot, const long long* __restrict__ slice_ptr,
+                const I* __restrict__ split_slice, const I* __restrict__ split_part, const long long n_split,
+                const long long split, const long long n_slices, const long long n_rows, const long long C,
+                I* __restrict__ out_indices, V* __restrict__ out_data) {
+    const long long thread = (long long)blockIdx.x * SELL_BLOCK + threadIdx.x;
+    const long long unit = thread / C, lane = thread % C;
+    if (unit >= n_split + n_slices) return;
+    const bool is_part = unit < n_split;
+    const long long slice = is_part ? (long long)sg::ldg(split_slice + unit) : unit - n_split;
+    const long long begin = sg::ldg(slice_ptr + slice) + lane;
+    const long long width = (sg::ldg(slice_ptr + slice + 1) - sg::ldg(slice_ptr + slice)) / C;
+    if (!is_part && width > split) return;  // copied by its parts
+    const long long k0 = is_part ? (long long)sg::ldg(split_part + unit) * split : 0;
+    const long long k1 = is_part && k0 + split < width ? k0 + split : width;
+    const long long rank = slice * C + lane;
+    long long first = 0, length = 0;
+    if (rank < n_rows) {
+        const I row = sg::ldg(perm + rank);
+        first = sg::ldg(indptr + row);
+        length = sg::ldg(indptr + row + 1) - first;
+    }
+    for (long long k = k0; k < k1; ++k) {
+        const long long slot = begin + k * C;
+        I col = I(SELL_PAD);
+        V value = V(0);
+        if (k < length) {
+            col = sg::ldg(indices + first + k);
+            value = sg::ldg(data + first + k);
+            if (hot_slot != nullptr) {
+                const I staged = sg::ldg(hot_slot + col);
+                if (staged >= 0) col = I(-2) - staged;
+            }
+        }
+        out_indices[slot] = col;
+        out_data[slot] = value;
+    }
 }

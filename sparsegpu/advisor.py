@@ -34,6 +34,12 @@ The model, per format f:
   real and generated matrices; the fit and its measurements are kept in
   ``sparsegpu/advisor_calibration.json``.
 
+SELL is modelled in its direct mode (sparsegpu.formats.sell): a thread per row, and the padding
+of slices of C rows in their original order (the conversion's sort by length, in windows of 256
+rows or globally, pads no more). The parts and staged columns its conversion adds for long rows
+are not modelled, so on power-law matrices its estimate is pessimistic. The advice passes only
+C; the conversion's own rules choose sigma, split and the hot columns.
+
 Conversion costs (in CSR SpMV times) come from the same calibration, so ``n_spmv`` can weigh
 whether converting pays off. ``autotune=True`` measures every candidate on the device.
 """
@@ -58,7 +64,7 @@ from sparsegpu.formats._base import SparseMatrix, as_scipy_sparse
 from sparsegpu.formats._compressed import LONG_CHUNK, long_row_limit, threads_per_row
 from sparsegpu.formats.coo import TILE as COO_TILE
 from sparsegpu.formats.ell import DEFAULT_MAX_FILL
-from sparsegpu.formats.sell import DEFAULT_C, DEFAULT_SIGMA
+from sparsegpu.formats.sell import DEFAULT_C
 from sparsegpu.reference import stats as stats_twins
 from sparsegpu.reference.stats import (OUT_BINS, OUT_LONGEST, OUT_OVERFLOW, OUT_OVERFLOW_ROWS, ROW_STATS_BINS,
                                        SELL_SLICE, overflow_capacity)
@@ -521,7 +527,7 @@ def estimates(stats: MatrixStats, model: dict[str, Any] | None = None) -> dict[s
                 {"width": stats.hyb_width}),
         "jds": (nnz * (v + i) + (stats.row_max + 1) * i + m * i + vectors, 1, stats.row_max, {}),
         "sell": (round(nnz * (1 + stats.sell_fill)) * (v + i) + (slices + 1) * i + m * i + vectors, 1,
-                 stats.row_max, {"C": DEFAULT_C, "sigma": DEFAULT_SIGMA}),
+                 stats.row_max, {"C": DEFAULT_C}),
     }
     out = {}
     bandwidth = model["copy_GBps"] * 1e3  # bytes per microsecond
@@ -563,8 +569,8 @@ def _reason(choice: str, stats: MatrixStats, est: dict[str, Estimate], ranking: 
         "jds": ("Rows sorted by length give jagged diagonals with no padding"
                 + (f"; the matrix is {s.triangular} triangular, where JDS's sorted rows balance the work."
                    if s.triangular else ".")),
-        "sell": (f"Slices of {DEFAULT_C} rows sorted within windows of {DEFAULT_SIGMA} pad only "
-                 f"{s.sell_fill:.2f} slots per entry (ELL would pad {s.ell_fill:.2f}), with coalesced loads."),
+        "sell": (f"Slices of {DEFAULT_C} rows pad at most {s.sell_fill:.2f} slots per entry before sorting rows by "
+                 f"length (ELL would pad {s.ell_fill:.2f}), with coalesced loads."),
     }[choice]
     runner = next((f for f in ranking if f != choice), None)
     if runner is not None:

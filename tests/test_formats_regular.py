@@ -38,6 +38,7 @@ VARIANTS = [
     ("sell", {"C": 8, "sigma": 20}),
     ("sell", {"C": 1, "sigma": 3}),
     ("sell", {"C": 256, "sigma": 1000}),
+    ("sell", {"C": 8, "split": 2, "hot": 2}),
 ]
 VARIANT_IDS = [f"{f}-{'-'.join(f'{k}={v}' for k, v in p.items()) or 'default'}" for f, p in VARIANTS]
 
@@ -458,7 +459,8 @@ def test_twins_follow_the_kernel_arguments(rng):
     x = rng.standard_normal(40)
     A = SELL.from_scipy(S, backend="cpu", C=8)
     y = np.full(50, np.nan)
-    twins.sell_spmv(A.slice_ptr, A.indices, A.data, A.perm, A.C, x, y, 2.0, 0.0)
+    twins.sell_spmv(A.slice_ptr, A.indices, A.data, A.perm, A.split_slice, A.split_part, A.split, A.hot_cols, A.C,
+                    x, y, 2.0, 0.0)
     np.testing.assert_allclose(y, 2.0 * (S @ x), rtol=1e-13, atol=1e-13)
     assert reference.segment_sum is twins.segment_sum
 

@@ -2,40 +2,286 @@
 length inside windows of sigma rows. ``A @ x`` runs kernels/spmv_sell.cu (twin:
 reference.regular.sell_spmv).
 
-Defaults: C = 32, one warp per slice, so a warp's loads at each slot are 32 consecutive
-entries. sigma = 256 = the kernel's block (8 slices): sorting inside a window cuts the padding
-of each slice to the spread of lengths among neighbouring rows, while a block still writes only
-its own 256 rows of y (in a few cache lines) and keeps the original order's locality in x at
-the scale of a block. A larger sigma pads less on very irregular matrices at the price of that
-locality (sigma = n_rows sorts globally, like JDS); sigma = 1 does not sort (sliced ELL).
+Format parameters, each chosen at conversion by a documented rule unless given:
+
+``C`` (default 32): rows per slice; a slice is one warp, whose loads at each slot are 32
+consecutive entries.
+
+``sigma`` (default: :func:`choose_sigma`): rows are sorted by length inside windows of sigma
+rows. 256 (:data:`DEFAULT_SIGMA`, the kernel's block of 8 slices) when that pads at most
+:data:`SIGMA_FILL_LIMIT` slots per entry: a block still writes only its own 256 rows of y and
+keeps the original order's locality in x (stencils, meshes). Otherwise (power-law graphs, whose
+row lengths vary inside any window: R-MAT scale 21 pads 2.9 slots per entry at sigma = 256, 0.05
+sorted globally) the rows are sorted globally, sigma = n_rows, like JDS: idle lanes cost more
+there than the lost locality, which such matrices hardly have. sigma = 1 does not sort.
+
+``split`` (default: :func:`choose_split`): a slice wider than ``split`` slots is summed in parts
+of ``split`` slots, each by its own group of C threads, the lanes' partial sums added in part
+order (no float atomics, bitwise reproducible); so a hub row of 60,000 entries no longer sits
+on one thread while the whole product waits. 0 never splits.
+
+``hot`` (default: :func:`hot_columns`' rule): the number of columns of x staged in each
+block's shared memory, the most gathered ones; their entries are stored as column ``-2 - j``
+(j the staged position in ``hot_cols``), and the kernel reads them from shared memory instead
+of moving a 32-byte L2 sector per 8-byte value. 0 stages none.
+
+The kernel's mode (:attr:`SELL.mode`) follows from the layout. ``"direct"`` when nothing is
+split and no column is staged (regular matrices: stencils, meshes, anything without long rows):
+the plain SELL kernel, one thread per row over a grid covering the rows, and the conversion's
+one-pass slot copy shared with ELL and JDS. ``"units"`` otherwise: groups of C threads take the
+parts and slices in a persistent loop, and the slots are copied over those same units (a hub row
+by its parts' threads). The unit loop's bookkeeping cost regular matrices 15-20% of their
+bandwidth, hence two modes.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
 from sparsegpu import primitives
-from sparsegpu._kernels import KernelFile, blocks_for
-from sparsegpu.formats.ell import (
-    RegularMatrix,
-    csr_from_positions,
-    fill_slots,
-    int_at_least,
-    reject_params,
-)
+from sparsegpu._backend import array_module, backend_of
+from sparsegpu._kernels import KernelFile, blocks_for, device_properties
+from sparsegpu.formats._compressed import NULL_POINTER
+from sparsegpu.formats.ell import RegularMatrix, csr_from_positions, fill_slots, int_at_least, reject_params
 from sparsegpu.formats.jds import sorted_by_length
 from sparsegpu.reference import regular as twins
 
 SELL_BLOCK = 256  # kernels/spmv_sell.cu SELL_BLOCK
+SELL_BLOCKS_PER_SM = 8  # kernels/spmv_sell.cu SELL_BLOCKS_PER_SM
 #: Slice heights the kernel is compiled for (powers of two dividing the block).
 SELL_CHUNKS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 DEFAULT_C = 32
+#: The sort window of matrices whose rows pad little in it (see the module docstring).
 DEFAULT_SIGMA = 256
+#: Padding slots per stored entry above which the rows are sorted globally instead.
+SIGMA_FILL_LIMIT = 0.25
+#: ``split`` = max(SPLIT_MIN, SPLIT_FACTOR x the mean slice width): a part's lanes stream at
+#: least 64 slots (the per-part costs, C partial sums written and read back and C tickets, stay
+#: near 3% of its bytes), and no part holds more than SPLIT_FACTOR average slices of work.
+SPLIT_MIN = 64
+SPLIT_FACTOR = 4
+#: Shared memory for the hot columns by default: 48 KiB, the most a block gets without opting in
+#: (6144 float64 values); four such blocks fit a multiprocessor of 228 KiB.
+HOT_BYTES = 48 * 1024
+#: A column is staged only if the product gathers it at least this often: each resident block
+#: (about 500 to 1000 on a large GPU) loads it once, so fewer gathers would not repay it.
+HOT_MIN_GATHERS = 512
+#: The column counts come from every k-th stored entry, k = ceil(nnz / HOT_SAMPLE).
+HOT_SAMPLE = 1 << 20
+#: Bins of the histogram of column counts that sets the staging threshold.
+HOT_COUNT_BINS = 1 << 14
+#: One persistent wave of resident blocks striding over the units (True), or one unit per group
+#: of C threads and as many blocks as that takes (False). Hot columns always use the wave.
+SELL_PERSISTENT = True
+#: The kernel's MODE (kernels/spmv_sell.cu): the plain kernel, the unit loop, the unit loop with
+#: hot columns staged in shared memory.
+SELL_DIRECT, SELL_UNITS, SELL_UNITS_HOT = 0, 1, 2
+#: Run layouts without parts or hot columns through the unit loop too (False: they run
+#: SELL_DIRECT). For benchmarks and tests that compare the two modes on one layout.
+SELL_FORCE_UNITS = False
+_NEVER_SPLIT = np.int64(np.iinfo(np.int64).max)
+SELL_PAD = -1  # kernels/spmv_sell.cu SELL_PAD: a padding slot's column
 
-SELL_KERNELS = KernelFile("spmv_sell.cu",
-                          [f"sell_spmv<{{V}}, {{I}}, {c}>" for c in SELL_CHUNKS] + ["sell_slice_widths<{I}>"])
+SELL_KERNELS = KernelFile(
+    "spmv_sell.cu",
+    [f"sell_spmv<{{V}}, {{I}}, {c}, {mode}>" for c in SELL_CHUNKS
+     for mode in (SELL_DIRECT, SELL_UNITS, SELL_UNITS_HOT)]
+    + ["sell_slice_widths<{I}>", "sell_split_units<{I}>", "sell_fill_slots<{V}, {I}>"],
+)
+#: Construction kernels with their twins.
+_CONSTRUCTION_TWINS = {
+    "sell_slice_widths<{I}>": twins.sell_slice_widths,
+    "sell_split_units<{I}>": twins.sell_split_units,
+    "sell_fill_slots<{V}, {I}>": twins.sell_fill_slots,
+}
+
+
+def _launch(csr: Any, expression: str, threads: int, *arguments: Any) -> None:
+    """Construction kernel ``expression`` over ``threads`` threads on the GPU, its twin on the CPU."""
+    if csr.backend == "cpu":
+        _CONSTRUCTION_TWINS[expression](*(int(a) if isinstance(a, np.integer) else a for a in arguments))
+        return
+    kernel = SELL_KERNELS.function(expression, csr.dtype, csr.index_dtype)
+    kernel((blocks_for(threads, SELL_BLOCK),), (SELL_BLOCK,), arguments)
+
+
+def sorted_slices(csr: Any, C: int, sigma: int) -> tuple[Any, Any]:
+    """(perm, slice_ptr) of the rows sorted by length inside windows of ``sigma`` rows and cut
+    into slices of ``C``: slice widths from the sorted lengths (a thread per slice), scanned."""
+    xp = csr._xp
+    m = csr.shape[0]
+    perm = sorted_by_length(csr, sigma)
+    n_slices = -(-m // C)
+    widths = xp.empty(n_slices + 1, dtype=np.int64)
+    window = min(sigma, max(m, 1))  # the sort's windows (sigma past the rows: one window)
+    _launch(csr, "sell_slice_widths<{I}>", n_slices + 1, csr.indptr, perm, np.int64(m), np.int64(C),
+            np.int64(window), np.int64(n_slices), widths)
+    return perm, primitives.exclusive_scan(widths)
+
+
+def slice_sizes(slice_ptr: Any) -> tuple[int, int]:
+    """(slots of the layout, slots of its widest slice), in one host read.
+
+    >>> slice_sizes(np.array([0, 64, 96, 96, 224]))
+    (224, 128)
+    """
+    xp = array_module(backend_of(slice_ptr))
+    if slice_ptr.size < 2:
+        return int(slice_ptr[-1]), 0
+    both = xp.stack((slice_ptr[-1], primitives.reduce(xp.diff(slice_ptr), "max")))
+    n_slots, widest = both.tolist()
+    return int(n_slots), int(widest)
+
+
+def choose_sigma(n_rows: int, nnz: int, slots_at_default: int) -> int:
+    """sigma from the slots SELL takes at :data:`DEFAULT_SIGMA`: that window unless it pads more
+    than :data:`SIGMA_FILL_LIMIT` slots per entry, then all rows (a global sort).
+
+    >>> choose_sigma(10_000, 50_000, 52_000), choose_sigma(10_000, 50_000, 90_000)
+    (256, 10000)
+    """
+    if nnz and slots_at_default > (1 + SIGMA_FILL_LIMIT) * nnz and n_rows > DEFAULT_SIGMA:
+        return n_rows
+    return DEFAULT_SIGMA
+
+
+def choose_split(n_slots: int, n_slices: int, C: int) -> int:
+    """``split`` from the mean slice width: max(SPLIT_MIN, SPLIT_FACTOR x mean width, rounded up).
+
+    >>> choose_split(32 * 1000 * 5, 1000, 32), choose_split(32 * 1000 * 40, 1000, 32)
+    (64, 160)
+    """
+    mean_width = -(-n_slots // (C * n_slices)) if n_slices else 0
+    return max(SPLIT_MIN, SPLIT_FACTOR * mean_width)
+
+
+def split_units(csr: Any, slice_ptr: Any, C: int, split: int, widest_slots: int) -> tuple[Any, Any]:
+    """(split_slice, split_part): the parts of every slice wider than ``split`` slots, in slice
+    order, in the CSR's index dtype (empty when nothing is split or ``split`` is 0).
+    ``widest_slots`` (:func:`slice_sizes`) settles the common case, no slice that wide, with no
+    launch."""
+    xp, index_dtype = csr._xp, csr.index_dtype
+    n_slices = slice_ptr.size - 1
+    if split == 0 or n_slices == 0 or widest_slots <= split * C:
+        return xp.empty(0, dtype=index_dtype), xp.empty(0, dtype=index_dtype)
+    widths = xp.diff(slice_ptr) // C
+    parts = xp.zeros(n_slices + 1, dtype=np.int64)
+    parts[:-1] = xp.where(widths > split, (widths + split - 1) // split, 0)
+    unit_first = primitives.exclusive_scan(parts)
+    n_split = int(unit_first[-1])
+    split_slice = xp.empty(n_split, dtype=index_dtype)
+    split_part = xp.empty(n_split, dtype=index_dtype)
+    if n_split:
+        _launch(csr, "sell_split_units<{I}>", n_slices, slice_ptr, unit_first, np.int64(n_slices), np.int64(C),
+                np.int64(split), split_slice, split_part)
+    return split_slice, split_part
+
+
+def hot_columns(csr: Any, hot: int | None) -> Any:
+    """The columns to stage in shared memory, ascending, in the CSR's index dtype.
+
+    Column counts come from every k-th stored entry (k = ceil(nnz / HOT_SAMPLE); one histogram
+    on the CSR's backend). ``hot=None``: the columns gathered at least HOT_MIN_GATHERS times (by
+    that estimate), at most HOT_BYTES of values, the most gathered first; ``hot=h``: the (at
+    most h) most gathered columns. Ties at the threshold are left out whole (then the lowest
+    columns if still over), so the choice is the same on every backend.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from sparsegpu.formats import CSR
+    >>> S = sp.csr_array(np.array([[1.0, 1, 0, 0], [1, 1, 0, 1], [1, 0, 1, 0]]))
+    >>> A = CSR.from_scipy(S, backend="cpu")  # columns gathered 3, 2, 1 and 1 times
+    >>> hot_columns(A, 1).tolist(), hot_columns(A, 2).tolist(), hot_columns(A, 3).tolist()
+    ([0], [0, 1], [0, 1])
+    """
+    xp, index_dtype = csr._xp, csr.index_dtype
+    n, nnz = csr.shape[1], csr.nnz
+    capacity = HOT_BYTES // np.dtype(csr.dtype).itemsize if hot is None else hot
+    none = xp.empty(0, dtype=index_dtype)
+    if capacity == 0 or nnz == 0:
+        return none
+    stride = -(-nnz // HOT_SAMPLE)
+    counts = primitives.histogram(csr.indices[::stride], n, range=(0, n))
+    least = -(-HOT_MIN_GATHERS // stride) if hot is None else 1
+    most = int(primitives.reduce(counts, "max"))
+    top = min(most, HOT_COUNT_BINS - 1)
+    if most < least:
+        return none
+    # at_least[t] = columns counted at least t times, t <= top (counts clipped to the last bin).
+    per_count = primitives.histogram(xp.minimum(counts, top), top + 1, range=(0, top + 1))
+    per_count = per_count.get() if xp is not np else per_count
+    at_least = np.cumsum(per_count[::-1])[::-1]
+    fits = np.flatnonzero(at_least[least:] <= capacity)
+    if fits.size:
+        threshold = least + int(fits[0])
+    elif most > top:  # more than `capacity` columns past the clip: the lowest of them
+        threshold = top
+    else:  # the most gathered columns tie beyond capacity: none
+        return none
+    return xp.flatnonzero(counts >= threshold)[:capacity].astype(index_dtype)
+
+
+def hot_slots(csr: Any, hot_cols: Any) -> Any:
+    """``hot_slot[c]`` = the staged position of column c, -1 for the others (empty when no
+    column is staged): what the slot fill encodes columns with."""
+    xp, index_dtype = csr._xp, csr.index_dtype
+    if hot_cols.size == 0:
+        return xp.empty(0, dtype=index_dtype)
+    hot_slot = xp.full(csr.shape[1], -1, dtype=index_dtype)
+    hot_slot[hot_cols] = xp.arange(hot_cols.size, dtype=index_dtype)
+    return hot_slot
+
+
+def decoded_columns(stored: Any, hot_cols: Any) -> Any:
+    """The columns of stored (non-padding) slots: ``-2 - j`` back to ``hot_cols[j]``.
+
+    >>> decoded_columns(np.array([4, -2, 0, -3]), np.array([7, 9])).tolist()
+    [4, 7, 0, 9]
+    """
+    if hot_cols.size == 0:
+        return stored
+    hot = stored < SELL_PAD
+    cols = stored.copy()
+    cols[hot] = hot_cols[-2 - stored[hot]]
+    return cols
+
+
+_OPTED_IN: dict[int, int] = {}  # id of a kernel -> the dynamic shared memory it may use
+
+
+def _opt_in(kernel: Any, shared: int, n_hot: int, dtype: np.dtype) -> None:
+    """Let ``kernel`` use ``shared`` bytes of dynamic shared memory (past the 48 KiB a block gets
+    without asking); ValueError when the device gives a block less."""
+    import cupy
+
+    if _OPTED_IN.get(id(kernel), 0) >= shared:
+        return
+    limit = cupy.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"]
+    if shared > limit:
+        raise ValueError(f"{n_hot} hot columns of {dtype} take {shared} bytes of shared memory; this device "
+                         f"gives a block at most {limit}: rebuild with a smaller hot=")
+    kernel.max_dynamic_shared_size_bytes = shared
+    _OPTED_IN[id(kernel)] = shared
+
+
+@functools.cache
+def _resident_blocks(expression: str, value: np.dtype, index: np.dtype, shared: int) -> int:
+    """Blocks of this kernel resident at once on the whole device with ``shared`` bytes of
+    dynamic shared memory each: SELL_BLOCKS_PER_SM at most, fewer when registers or shared
+    memory run out (then a persistent launch still fits one wave)."""
+    import cupy
+
+    kernel = SELL_KERNELS.function(expression, value, index)
+    attributes = cupy.cuda.Device().attributes
+    # Registers per block: allocated per warp, in units of 256.
+    registers = -(-kernel.attributes["num_regs"] * 32 // 256) * 256 * (SELL_BLOCK // 32)
+    per_sm = min(SELL_BLOCKS_PER_SM, attributes["MaxRegistersPerMultiprocessor"] // max(registers, 1))
+    if shared:
+        # The runtime reserves 1 KiB of each multiprocessor's shared memory per block.
+        per_sm = min(per_sm, attributes["MaxSharedMemoryPerMultiprocessor"] // (shared + 1024))
+    return device_properties()["multiprocessors"] * max(per_sm, 1)
 
 
 class SELL(RegularMatrix):
@@ -46,11 +292,16 @@ class SELL(RegularMatrix):
     ``slice_ptr[s] + k * C + l``; width ``(slice_ptr[s + 1] - slice_ptr[s]) / C``, the longest
     of its rows); padding slots hold column -1 and value 0. ``slice_ptr`` is int64.
 
-    ``A @ x``: one thread per row, writing ``y[perm[rank]]``; bitwise reproducible, as is
-    ``A.T @ x`` (over a cached CSR of A^T; atomics, not reproducible, with
-    ``sparsegpu.options(deterministic=False)``). Format parameters ``C`` (one of 1, 2, 4, ...,
-    256; default 32) and ``sigma`` (at least 1; default 256; best a multiple of C): see the
-    module docstring.
+    Slices wider than ``split`` slots are summed in parts (``split_slice[u]``, ``split_part[u]``:
+    slots ``[p * split, p * split + split)`` of slice s). Columns ``hot_cols`` are staged in
+    shared memory; their entries hold ``-2 - j`` for ``hot_cols[j]``. The module docstring gives
+    the rules that choose ``sigma``, ``split`` and ``hot`` when not given.
+
+    ``A @ x``: a thread per row, writing ``y[perm[rank]]``; with :attr:`mode` ``"units"``
+    (parts or hot columns) a group of C threads per slice or part. Bitwise reproducible (parts
+    are added in order), as is ``A.T @ x`` (over a cached CSR of A^T; atomics, not reproducible,
+    with ``sparsegpu.options(deterministic=False)``). Products of one matrix with parts share its
+    scratch: run them one at a time (one stream).
 
     >>> import numpy as np, scipy.sparse as sp
     >>> from sparsegpu.formats import SELL
@@ -59,57 +310,89 @@ class SELL(RegularMatrix):
     >>> x = np.arange(80.0)
     >>> bool(np.allclose(A @ x, S @ x)) and (A.to_scipy() != S).nnz == 0
     True
-    >>> A.C, A.sigma, A.slice_ptr.size - 1
-    (8, 64, 13)
+    >>> A.C, A.sigma, A.slice_ptr.size - 1, A.split, A.hot, A.mode
+    (8, 64, 13, 64, 0, 'direct')
+    >>> H = SELL.from_scipy(S, C=8, split=2, hot=5)  # parts of 2 slots, 5 staged columns
+    >>> bool(np.allclose(H @ x, S @ x)) and H.split_slice.size > 0 and 0 < H.hot <= 5, H.mode
+    (True, 'units')
     """
 
     format = "sell"
-    _array_names = ("slice_ptr", "indices", "data", "perm")
+    _array_names = ("slice_ptr", "indices", "data", "perm", "split_slice", "split_part", "hot_cols")
     _value_names = ("data",)
-    _scalar_names = ("C", "sigma")
+    _scalar_names = ("C", "sigma", "split", "hot")
     slice_ptr: Any
     indices: Any
     data: Any
     perm: Any
+    split_slice: Any
+    split_part: Any
+    hot_cols: Any
     C: int
     sigma: int
+    split: int
+    hot: int
 
     @classmethod
-    def _from_csr(cls, csr: Any, C: int = DEFAULT_C, sigma: int = DEFAULT_SIGMA, **params: Any) -> SELL:
+    def _from_csr(cls, csr: Any, C: int = DEFAULT_C, sigma: int | None = None, split: int | None = None,
+                  hot: int | None = None, **params: Any) -> SELL:
         reject_params(cls, params)
         C = int_at_least("C", C, 1)
         if C not in SELL_CHUNKS:
             raise ValueError(f"C must be one of {SELL_CHUNKS} (the slice heights compiled), got {C}")
-        sigma = int_at_least("sigma", sigma, 1)
-        xp = csr._xp
-        m, _ = csr.shape
-        perm = sorted_by_length(csr, sigma)
+        sigma = None if sigma is None else int_at_least("sigma", sigma, 1)
+        split = None if split is None else int_at_least("split", split, 0)
+        hot = None if hot is None else int_at_least("hot", hot, 0)
+        m = csr.shape[0]
         n_slices = -(-m // C)
-        # Slice widths from the sorted lengths (one thread per slice), scanned into slice_ptr;
-        # the one host read is the slot count, to allocate the slots.
-        widths = xp.empty(n_slices + 1, dtype=np.int64)
-        window = min(sigma, max(m, 1))  # the sort's windows (sigma past the rows: one window)
-        arguments = (csr.indptr, perm, np.int64(m), np.int64(C), np.int64(window), np.int64(n_slices), widths)
-        if csr.backend == "cpu":
-            twins.sell_slice_widths(*(int(a) if isinstance(a, np.integer) else a for a in arguments))
+        perm, slice_ptr = sorted_slices(csr, C, DEFAULT_SIGMA if sigma is None else sigma)
+        # One host read: the slot count (to allocate the slots; sigma's rule) and the widest slice.
+        n_slots, widest_slots = slice_sizes(slice_ptr)
+        if sigma is None:
+            sigma = choose_sigma(m, csr.nnz, n_slots)
+            if sigma != DEFAULT_SIGMA:
+                perm, slice_ptr = sorted_slices(csr, C, sigma)
+                n_slots, widest_slots = slice_sizes(slice_ptr)
+        if split is None:
+            split = choose_split(n_slots, n_slices, C)
+        split_slice, split_part = split_units(csr, slice_ptr, C, split, widest_slots)
+        hot_cols = hot_columns(csr, hot)
+        n_split = split_slice.size
+        if n_split == 0 and hot_cols.size == 0:
+            # Mode "direct": one thread per rank copies its row (the pass ELL and JDS share).
+            indices, data = fill_slots(csr, twins.LAYOUT_SELL, n_slots, perm=perm, offsets=slice_ptr, C=C,
+                                       n_ranks=n_slices * C)
         else:
-            kernel = SELL_KERNELS.function("sell_slice_widths<{I}>", csr.dtype, csr.index_dtype)
-            kernel((blocks_for(n_slices + 1, SELL_BLOCK),), (SELL_BLOCK,), arguments)
-        slice_ptr = primitives.exclusive_scan(widths)
-        indices, data = fill_slots(csr, twins.LAYOUT_SELL, int(slice_ptr[-1]), perm=perm, offsets=slice_ptr, C=C,
-                                   n_ranks=n_slices * C)
+            # The slots, copied over the product's units (a hub row by its parts' threads).
+            xp = csr._xp
+            indices = xp.empty(n_slots, dtype=csr.index_dtype)
+            data = xp.empty(n_slots, dtype=csr.dtype)
+            hot_slot = hot_slots(csr, hot_cols)
+            _launch(csr, "sell_fill_slots<{V}, {I}>", (n_split + n_slices) * C, csr.indptr, csr.indices, csr.data,
+                    perm, hot_slot if hot_slot.size or csr.backend == "cpu" else NULL_POINTER, slice_ptr,
+                    split_slice, split_part, np.int64(n_split), np.int64(split) if split else _NEVER_SPLIT,
+                    np.int64(n_slices), np.int64(m), np.int64(C), indices, data)
         return cls._new(csr.shape, csr.backend, csr.nnz, slice_ptr=slice_ptr, indices=indices, data=data,
-                        perm=perm, C=C, sigma=sigma)
+                        perm=perm, split_slice=split_slice, split_part=split_part, hot_cols=hot_cols, C=C,
+                        sigma=sigma, split=split, hot=int(hot_cols.size))
 
     def to_csr(self) -> Any:
         xp, C = self._xp, self.C
-        slots = xp.flatnonzero(self.indices >= 0)
+        slots = xp.flatnonzero(self.indices != SELL_PAD)
         slices = xp.searchsorted(self.slice_ptr, slots, side="right") - 1
         within = slots - self.slice_ptr[slices]
         rows = self.perm[slices * C + within % C]
         positions = (within // C).astype(self._index_dtype)
-        return csr_from_positions(rows, positions, self.indices[slots], self.data[slots], self._shape,
-                                  self._index_dtype, self._backend, xp)
+        cols = decoded_columns(self.indices[slots], self.hot_cols)
+        return csr_from_positions(rows, positions, cols, self.data[slots], self._shape, self._index_dtype,
+                                  self._backend, xp)
+
+    @property
+    def mode(self) -> str:
+        """The kernel's mode, from the layout: ``"direct"`` (no parts, no hot columns: a thread
+        per row over a grid covering the rows) or ``"units"`` (groups of C threads over parts
+        and slices in a persistent loop). See the module docstring."""
+        return "units" if self.split_slice.size or self.hot else "direct"
 
     @property
     def fill(self) -> float:
@@ -119,12 +402,36 @@ class SELL(RegularMatrix):
 
     def _forward(self, x: Any, y: Any, alpha: Any, beta: Any) -> Any:
         if self._backend == "cpu":
-            return twins.sell_spmv(self.slice_ptr, self.indices, self.data, self.perm, self.C, x, y, alpha, beta)
+            return twins.sell_spmv(self.slice_ptr, self.indices, self.data, self.perm, self.split_slice,
+                                   self.split_part, self.split, self.hot_cols, self.C, x, y, alpha, beta)
         if y.size == 0:
             return y
-        kernel = SELL_KERNELS.function(f"sell_spmv<{{V}}, {{I}}, {self.C}>", self._dtype, self._index_dtype)
+        import cupy
+
+        n_hot, n_split, C = self.hot_cols.size, self.split_slice.size, self.C
+        n_slices = self.slice_ptr.size - 1
+        if self.mode == "direct" and not SELL_FORCE_UNITS:
+            mode, shared, blocks = SELL_DIRECT, 0, blocks_for(y.size, SELL_BLOCK)  # a thread per row
+        else:
+            mode = SELL_UNITS_HOT if n_hot else SELL_UNITS
+            shared = n_hot * self._dtype.itemsize
+            blocks = blocks_for(n_split + n_slices, SELL_BLOCK // C)  # a group of C threads per unit
+        expression = f"sell_spmv<{{V}}, {{I}}, {C}, {mode}>"
+        kernel = SELL_KERNELS.function(expression, self._dtype, self._index_dtype)
+        if shared > device_properties()["max_shared_per_block"]:
+            _opt_in(kernel, shared, n_hot, self._dtype)
+        if mode != SELL_DIRECT and (n_hot or SELL_PERSISTENT):
+            blocks = min(blocks, _resident_blocks(expression, self._dtype, self._index_dtype, shared))
+        partials, tickets = NULL_POINTER, NULL_POINTER
+        if n_split:
+            if "parts" not in self._cache:  # tickets start at zero; every product leaves them so
+                self._cache["parts"] = (cupy.empty(n_split * C, self._dtype), cupy.zeros(n_split * C, np.uint32))
+            partials, tickets = self._cache["parts"]
         kernel(
-            (blocks_for(y.size, SELL_BLOCK),), (SELL_BLOCK,),
-            (self.slice_ptr, self.indices, self.data, self.perm, np.int64(y.size), x, y, alpha, beta),
+            (blocks,), (SELL_BLOCK,),
+            (self.slice_ptr, self.indices, self.data, self.perm, self.split_slice, self.split_part,
+             np.int64(n_split), np.int64(self.split) if self.split else _NEVER_SPLIT, self.hot_cols,
+             np.int64(n_hot), np.int64(n_slices), np.int64(y.size), x, y, alpha, beta, partials, tickets),
+            shared_mem=shared,
         )
         return y

@@ -42,16 +42,50 @@ def jds_spmv(jd_ptr, indices, data, perm, x, y, alpha=1, beta=0):
     return _combine(y, segment_sum(perm[rank], data * x[indices], y.size), alpha, beta)
 
 
-def sell_spmv(slice_ptr, indices, data, perm, C, x, y, alpha=1, beta=0):
+def sell_spmv(slice_ptr, indices, data, perm, split_slice, split_part, split, hot_cols, C, x, y, alpha=1, beta=0):
     """SELL-C-sigma twin of kernels/spmv_sell.cu: slot k of lane l of slice s at
-    ``slice_ptr[s] + k * C + l`` holds an entry of row ``perm[s * C + l]``."""
-    n_rows = y.size
+    ``slice_ptr[s] + k * C + l`` holds an entry of row ``perm[s * C + l]``; column ``-2 - j``
+    stands for ``hot_cols[j]`` (staged in shared memory by the kernel). A slice wider than
+    ``split`` slots (``split`` > 0) is summed by its parts only: part ``split_part[u]`` of slice
+    ``split_slice[u]`` (parts of a slice listed consecutively, from 0) covers its slots
+    ``[p * split, p * split + split)``; each lane's part sums are then added in part order, as
+    the kernel's last ticket holder does. A slot no part covers raises ValueError."""
+    n_rows, n_slices = y.size, slice_ptr.size - 1
     slots = np.arange(indices.size, dtype=np.int64)
-    slice_of_slot = np.repeat(np.arange(slice_ptr.size - 1, dtype=np.int64), np.diff(slice_ptr))
-    rank = slice_of_slot * C + (slots - slice_ptr[slice_of_slot]) % C
+    slice_of_slot = np.repeat(np.arange(n_slices, dtype=np.int64), np.diff(slice_ptr))
+    within = slots - slice_ptr[slice_of_slot]
+    rank = slice_of_slot * C + within % C
+    stored = indices != -1
+    cols = indices.astype(np.int64)
+    hot = cols < -1
+    cols[hot] = hot_cols[-2 - cols[hot]]
+    products = np.zeros(indices.size, dtype=np.result_type(data.dtype, x.dtype, np.float64))
+    products[stored] = data[stored] * x[cols[stored]]
     # Padding rows of the last slice (rank >= n_rows) hold only padding slots.
-    rows = perm[np.minimum(rank, max(n_rows - 1, 0))] if n_rows else rank
-    return _combine(y, _padded_sums(indices, data, rows, x, n_rows), alpha, beta)
+    rows = perm[np.minimum(rank, max(n_rows - 1, 0))].astype(np.int64) if n_rows else rank
+    widths = np.diff(slice_ptr) // max(C, 1)
+    in_parts = (widths > split)[slice_of_slot] if split > 0 else np.zeros(indices.size, dtype=bool)
+    whole = stored & ~in_parts
+    sums = segment_sum(rows[whole], products[whole], n_rows)
+    if in_parts.any():
+        first_unit = np.full(n_slices, -1, dtype=np.int64)
+        starts = np.asarray(split_part) == 0
+        first_unit[np.asarray(split_slice)[starts]] = np.flatnonzero(starts)
+        part = within // C // split
+        unit = first_unit[slice_of_slot] + part
+        covered = in_parts & (first_unit[slice_of_slot] >= 0)
+        covered[covered] &= unit[covered] < split_part.size
+        listed = unit[covered]
+        covered[covered] &= (split_slice[listed] == slice_of_slot[covered]) & (split_part[listed] == part[covered])
+        if not np.array_equal(covered, in_parts):
+            raise ValueError("the part list does not cover every slot of the split slices")
+        # Each lane's part sums (one per unit and lane), then added per row in unit (= part) order.
+        keys = unit[in_parts] * C + within[in_parts] % C
+        partial_sums = segment_sum(keys, products[in_parts], split_part.size * C)
+        lane_rank = np.asarray(split_slice, dtype=np.int64).repeat(C) * C + np.tile(np.arange(C), split_part.size)
+        real = lane_rank < n_rows
+        sums = sums + segment_sum(perm[lane_rank[real]].astype(np.int64), partial_sums[real], n_rows)
+    return _combine(y, sums, alpha, beta)
 
 
 #: Layout codes of kernels/spmv_ell.cu ``csr_to_slots``.
@@ -142,3 +176,37 @@ def sell_slice_widths(indptr, perm, n_rows, C, sigma, n_slices, widths):
     padded[:n_rows] = np.diff(indptr).astype(np.int64)[perm[:n_rows]]
     widths[:n_slices] = padded.reshape(n_slices, C).max(axis=1, initial=0) * C
     widths[n_slices] = 0
+
+
+def sell_split_units(slice_ptr, unit_first, n_slices, C, split, split_slice, split_part):
+    """Twin of kernels/spmv_sell.cu ``sell_split_units``: slice s wider than ``split`` slots has
+    ceil(width / split) parts, listed from ``unit_first[s]`` as (s, 0), (s, 1), ..."""
+    widths = np.diff(slice_ptr[:n_slices + 1]) // C
+    for s in np.flatnonzero(widths > split):
+        parts = -(-int(widths[s]) // split)
+        first = int(unit_first[s])
+        split_slice[first:first + parts] = s
+        split_part[first:first + parts] = np.arange(parts)
+
+
+def sell_fill_slots(indptr, indices, data, perm, hot_slot, slice_ptr, split_slice, split_part, n_split, split,
+                    n_slices, n_rows, C, out_indices, out_data):
+    """Twin of kernels/spmv_sell.cu ``sell_fill_slots``: entry k of the row at ``rank`` goes to
+    slot ``slice_ptr[rank // C] + k * C + rank % C``, column c as ``-2 - hot_slot[c]`` where
+    ``hot_slot`` (when not empty) is >= 0; every other slot is padding (column -1, value 0).
+    The part list (``split_slice``, ``split_part``, ``n_split``, ``split``) and ``n_slices``
+    only share the work out among the kernel's threads."""
+    out_indices[...] = -1
+    out_data[...] = 0
+    rows = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(indptr))
+    k = np.arange(indices.size, dtype=np.int64) - indptr[rows]
+    ranks = np.empty(n_rows, dtype=np.int64)
+    ranks[perm] = np.arange(n_rows)
+    rank = ranks[rows]
+    cols = indices
+    if hot_slot.size:
+        staged = hot_slot[indices]
+        cols = np.where(staged >= 0, -2 - staged, indices).astype(indices.dtype)
+    destination = slice_ptr[rank // C] + k * C + rank % C
+    out_indices[destination] = cols
+    out_data[destination] = data
