@@ -12,8 +12,8 @@
 // the unit loop below cost regular matrices 15-20% of their bandwidth (H200, scratch/h3_rmat.py).
 //
 // SELL_UNITS and SELL_UNITS_HOT (the layout has split slices or hot columns: power-law graphs).
-// A group of C threads (a warp for C = 32) takes one unit at a time, each thread a lane (one
-// row): a whole slice, or, for a slice wider than `split`, one part of it (slots [part * split,
+// One wave of resident blocks takes the units round after round, a group of C threads (a warp
+// for C = 32) per unit, each thread a lane (one row): a whole slice, or, for a slice wider than `split`, one part of it (slots [part * split,
 // part * split + split) of every lane). So a power-law hub row of 60,000 entries is summed by
 // ~1,000 groups at once instead of one thread (which the whole product would wait for). The parts
 // of split slices come first (units 0 .. n_split - 1, listed by split_slice / split_part, the
@@ -26,13 +26,21 @@
 // Hot columns (SELL_UNITS_HOT): the n_hot most gathered columns of x (chosen at conversion) are
 // staged in shared memory by each block at its start; their entries are stored as column -2 - j
 // (j the staged position), so those gathers are served from shared memory instead of L2 sectors
-// of 32 bytes per 8-byte value. Worth it only with persistent blocks (the host launches one wave
-// of resident blocks, each taking units round after round), so staging is paid once per block.
+// of 32 bytes per 8-byte value. The blocks are one resident wave that takes units round after
+// round, so staging is paid once per block.
+// Those blocks have SELL_HOT_BLOCK = 1024 threads, one per multiprocessor: the 2048 threads of an
+// SM as four blocks of 256 would each stage the same columns, so one block holds four times as
+// many (up to 192 KiB: R-MAT scale 21 gathers 56% of its entries from its 24,576 hottest columns,
+// 29% from the 6,144 that 48 KiB hold). With many hot columns the host first gathers them into one
+// array (sell_stage_hot, `hot_values`), so each block copies them with coalesced loads instead of
+// a 32-byte sector per value (R-MAT: 0.75M sectors instead of 3M); with few, each block gathers
+// them itself (hot_values null) and the product stays one launch.
 //
 // Every sum, in every mode, has a fixed order: bitwise reproducible run to run, no float atomics.
 #include "spmv_ell.cu"
 
 constexpr int SELL_BLOCK = 256;  // a multiple of every C, so no group straddles two blocks
+constexpr int SELL_HOT_BLOCK = 1024;  // SELL_UNITS_HOT's block (see above)
 // Blocks per multiprocessor at most in a persistent launch (2048 resident threads / SELL_BLOCK,
 // as ELL's measured best); the host lowers it for the hot columns' shared memory and registers.
 constexpr int SELL_BLOCKS_PER_SM = 8;
@@ -41,6 +49,8 @@ constexpr int SELL_PAD = -1;  // a padding slot's column
 constexpr int SELL_DIRECT = 0;
 constexpr int SELL_UNITS = 1;
 constexpr int SELL_UNITS_HOT = 2;
+// Threads per block of mode MODE.
+__host__ __device__ constexpr int sell_block(int mode) { return mode == SELL_UNITS_HOT ? SELL_HOT_BLOCK : SELL_BLOCK; }
 
 // Sum of data[k * C] * x[col[k * C]] over one lane's slots k0 <= k < k1 (indices and data
 // already point at the lane's slot 0), stopping at its first padding slot (padding trails a
@@ -72,12 +82,22 @@ __device__ __forceinline__ V sell_lane_sum(const I* __restrict__ indices, const 
 }
 
 // The last of a row's parts to finish: the row's partial sums added in part order. The ticket
-// is left at 0 for the next product.
+// is left at 0 for the next product. The loads of PARTS_IN_FLIGHT partials are issued before
+// their additions (a hub row has hundreds of parts; one load per L2 round trip would serialise
+// them), and the additions keep part order, so the bits are the same.
+constexpr int PARTS_IN_FLIGHT = 8;
 template <class V>
 __device__ __forceinline__ V sell_parts_total(const V* partials, unsigned int* ticket, long long parts, int C) {
     __threadfence();  // the other parts' partials, published before their tickets, are seen
     V sum = V(0);
-    for (long long p = 0; p < parts; ++p) sum = sum + sg::ldcg(partials + p * C);
+    for (long long p = 0; p < parts; p += PARTS_IN_FLIGHT) {
+        V loaded[PARTS_IN_FLIGHT];
+#pragma unroll
+        for (int u = 0; u < PARTS_IN_FLIGHT; ++u) loaded[u] = p + u < parts ? sg::ldcg(partials + (p + u) * C) : V(0);
+#pragma unroll
+        for (int u = 0; u < PARTS_IN_FLIGHT; ++u)
+            if (p + u < parts) sum = sum + loaded[u];
+    }
     *ticket = 0u;
     return sum;
 }
@@ -99,27 +119,51 @@ __device__ __forceinline__ void sell_direct(const long long* __restrict__ slice_
 }
 
 // SELL_UNITS / SELL_UNITS_HOT: the group's units, round after round.
-template <class V, class I, int C, bool HOT>
+template <class V, class I, int C, bool HOT, int BLOCK>
 __device__ __forceinline__ void sell_units(const long long* __restrict__ slice_ptr, const I* __restrict__ indices,
                                            const V* __restrict__ data, const I* __restrict__ perm,
                                            const I* __restrict__ split_slice, const I* __restrict__ split_part,
                                            const long long n_split, const long long split,
                                            const I* __restrict__ hot_cols, const long long n_hot,
-                                           const long long n_slices, const long long n_rows,
+                                           const V* __restrict__ hot_values, const long long n_slices, const long long n_rows,
                                            const V* __restrict__ x, V* __restrict__ y, const V alpha, const V beta,
                                            V* partials, unsigned int* tickets) {
-    constexpr int GROUPS = SELL_BLOCK / C;
     extern __shared__ __align__(16) unsigned char sell_shared[];
     V* hot_x = reinterpret_cast<V*>(sell_shared);
-    if (HOT) {
-        for (long long j = threadIdx.x; j < n_hot; j += SELL_BLOCK) hot_x[j] = sg::ldg(x + sg::ldg(hot_cols + j));
+    if (HOT && hot_values != nullptr) {
+#pragma unroll 8
+        for (long long j = threadIdx.x; j < n_hot; j += BLOCK) hot_x[j] = sg::ldg(hot_values + j);
+        __syncthreads();
+    } else if (HOT) {
+        // STAGE_IN_FLIGHT columns per thread per round, their loads issued together: every block
+        // stages at once when the product starts, so this is latency, not bandwidth.
+        constexpr int STAGE_IN_FLIGHT = 8;
+        for (long long j0 = threadIdx.x; j0 < n_hot; j0 += (long long)BLOCK * STAGE_IN_FLIGHT) {
+            I col[STAGE_IN_FLIGHT];
+            V value[STAGE_IN_FLIGHT];
+#pragma unroll
+            for (int u = 0; u < STAGE_IN_FLIGHT; ++u) {
+                const long long j = j0 + (long long)u * BLOCK;
+                col[u] = j < n_hot ? sg::ldg(hot_cols + j) : I(0);
+            }
+#pragma unroll
+            for (int u = 0; u < STAGE_IN_FLIGHT; ++u) value[u] = sg::ldg(x + col[u]);
+#pragma unroll
+            for (int u = 0; u < STAGE_IN_FLIGHT; ++u) {
+                const long long j = j0 + (long long)u * BLOCK;
+                if (j < n_hot) hot_x[j] = value[u];
+            }
+        }
         __syncthreads();
     }
+    constexpr int GROUPS = BLOCK / C;
     const int lane = threadIdx.x % C;
     const long long n_units = n_split + n_slices;
     // Rounds of one unit per group, in snake order (group g takes unit g of even rounds and unit
     // groups - 1 - g of odd ones): the units come widest first (parts, then slices sorted by
-    // length), so every group's total evens out, as in a greedy longest-first schedule.
+    // length), so every group's total evens out, as in a greedy longest-first schedule. (Units
+    // handed out by an atomic counter balanced better on paper but measured slower on the H200:
+    // R-MAT 0.238-0.254 ms against 0.227, ego-Twitter 1.6x slower, one counter for every warp.)
     const long long groups = (long long)gridDim.x * GROUPS, group = (long long)blockIdx.x * GROUPS + threadIdx.x / C;
     bool forward = true;
     for (long long round = 0; round < n_units; round += groups, forward = !forward) {
@@ -152,22 +196,34 @@ __device__ __forceinline__ void sell_units(const long long* __restrict__ slice_p
 // One argument list for every mode; SELL_DIRECT reads only slice_ptr, indices, data, perm,
 // n_rows, x, y, alpha and beta. `split`: the widest whole slice (LLONG_MAX when nothing is
 // split). `partials` and `tickets`: n_split * C entries each (null when n_split is 0), tickets
-// zero at launch (left zero). The dynamic shared memory holds n_hot values with SELL_UNITS_HOT.
+// zero at launch (left zero). The dynamic shared memory holds n_hot values with SELL_UNITS_HOT,
+// staged from `hot_values` (x[hot_cols], by sell_stage_hot) when not null, else from x.
 template <class V, class I, int C, int MODE>
-__global__ void __launch_bounds__(SELL_BLOCK)
+__global__ void __launch_bounds__(sell_block(MODE))
 sell_spmv(const long long* __restrict__ slice_ptr, const I* __restrict__ indices, const V* __restrict__ data,
           const I* __restrict__ perm, const I* __restrict__ split_slice, const I* __restrict__ split_part,
           const long long n_split, const long long split, const I* __restrict__ hot_cols, const long long n_hot,
+          const V* __restrict__ hot_values,
           const long long n_slices, const long long n_rows, const V* __restrict__ x, V* __restrict__ y,
           const V alpha, const V beta, V* partials, unsigned int* tickets) {
-    static_assert(SELL_BLOCK % C == 0, "C must divide the block");
+    static_assert(SELL_BLOCK % C == 0 && SELL_HOT_BLOCK % C == 0, "C must divide the block");
     static_assert(MODE == SELL_DIRECT || MODE == SELL_UNITS || MODE == SELL_UNITS_HOT, "unknown SELL mode");
     if constexpr (MODE == SELL_DIRECT)
         sell_direct<V, I, C>(slice_ptr, indices, data, perm, n_rows, x, y, alpha, beta);
     else
-        sell_units<V, I, C, MODE == SELL_UNITS_HOT>(slice_ptr, indices, data, perm, split_slice, split_part, n_split,
-                                                    split, hot_cols, n_hot, n_slices, n_rows, x, y, alpha, beta,
-                                                    partials, tickets);
+        sell_units<V, I, C, MODE == SELL_UNITS_HOT, sell_block(MODE)>(
+            slice_ptr, indices, data, perm, split_slice, split_part, n_split, split, hot_cols, n_hot, hot_values,
+            n_slices, n_rows,
+            x, y, alpha, beta, partials, tickets);
+}
+
+// hot_values[j] = x[hot_cols[j]], a thread per staged column: the contiguous copy that products
+// with many hot columns stage from.
+template <class V, class I>
+__global__ void __launch_bounds__(SELL_BLOCK)
+sell_stage_hot(const V* __restrict__ x, const I* __restrict__ hot_cols, const long long n_hot, V* __restrict__ hot_values) {
+    const long long j = (long long)blockIdx.x * SELL_BLOCK + threadIdx.x;
+    if (j < n_hot) hot_values[j] = sg::ldg(x + sg::ldg(hot_cols + j));
 }
 
 // Slice widths times C, from the rows in rank order (perm sorted by length, longest first, inside

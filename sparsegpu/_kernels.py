@@ -187,6 +187,7 @@ def device_properties(device: int | None = None) -> dict[str, int]:
         "l2_bytes": attrs["L2CacheSize"],
         "max_threads_per_block": attrs["MaxThreadsPerBlock"],
         "max_shared_per_block": attrs["MaxSharedMemoryPerBlock"],
+        "max_shared_per_block_optin": attrs["MaxSharedMemoryPerBlockOptin"],
         "warp_size": attrs["WarpSize"],
     }
 

@@ -15,7 +15,7 @@ from sparsegpu.formats.sell import (
     DEFAULT_SIGMA,
     HOT_BYTES,
     HOT_MIN_GATHERS,
-    SPLIT_FACTOR,
+    SPLIT_GROUPS,
     SPLIT_MIN,
     choose_sigma,
     choose_split,
@@ -78,16 +78,17 @@ def test_hub_rows_split_into_parts(C, split, rng, backend):
     np.testing.assert_array_equal(to_numpy(A.split_part), parts)
     assert A.split_slice.dtype == A.split_part.dtype == A.index_dtype
     if split is None:
-        assert A.split == choose_split(int(A.slice_ptr[-1]), A.slice_ptr.size - 1, C) and A.split_slice.size > 0
+        assert A.split == choose_split(int(A.slice_ptr[-1]), C) and A.split_slice.size > 0
     assert_same_matrix(A, S)
     check_products(A, S, rng, backend)
 
 
 def test_split_rule():
-    assert choose_split(0, 0, 32) == SPLIT_MIN
-    assert choose_split(32 * 10 * 3, 10, 32) == SPLIT_MIN
-    assert choose_split(32 * 10 * 100, 10, 32) == SPLIT_FACTOR * 100
-    assert choose_split(32 * 10 * 100 + 1, 10, 32) == SPLIT_FACTOR * 101  # the mean width rounded up
+    assert choose_split(0, 32) == SPLIT_MIN
+    assert choose_split(32 * SPLIT_GROUPS * SPLIT_MIN, 32) == SPLIT_MIN
+    assert choose_split(32 * SPLIT_GROUPS * 100, 32) == 100
+    assert choose_split(32 * SPLIT_GROUPS * 100 + 1, 32) == 101  # slots per lane over the groups, rounded up
+    assert choose_split(8 * SPLIT_GROUPS * 100, 8) == 100
 
 
 REGULAR = ("poisson2d", "stencil27", "random_uniform", "lower_triangular")
@@ -217,15 +218,34 @@ def test_hot_columns_rule(rng, backend):
                                       err_msg=f"hot={capacity}")
     few = CSR.from_scipy(random_matrix(rng, 300, 200, 0.05), backend=backend)
     assert hot_columns(few, None).size == 0  # nothing gathered HOT_MIN_GATHERS times
-    assert HOT_MIN_GATHERS > 300 and HOT_BYTES // 8 >= 4
+    assert HOT_MIN_GATHERS > 30 and HOT_BYTES // 8 >= 4
 
 
 def test_hot_columns_from_a_sample(rng, monkeypatch):
-    """Above HOT_SAMPLE entries the counts come from every k-th entry; the planted columns,
-    gathered by every row, are still found."""
+    """Above HOT_SAMPLE entries the counts come from a sample; the planted columns, gathered by
+    every row, are still found."""
     monkeypatch.setattr(sell_module, "HOT_SAMPLE", 1000)
     S = hot_matrix(rng)
     np.testing.assert_array_equal(hot_columns(CSR.from_scipy(S, backend="cpu"), None), [3, 17, 500, 899])
+
+
+def test_hot_columns_sample_is_out_of_step_with_uniform_rows(rng, monkeypatch, backend):
+    """Rows of exactly 16 sorted columns and a sample of one entry in 16: sampling every 16th
+    entry would take each row's smallest column and stage low columns that no row favours."""
+    m, n, per_row = 6000, 5000, 16
+    monkeypatch.setattr(sell_module, "HOT_SAMPLE", m)
+    monkeypatch.setattr(sell_module, "HOT_MIN_GATHERS", 160)  # 10 in the sample; every column is gathered ~19 times
+    cols = np.sort(np.stack([rng.choice(n, per_row, replace=False) for _ in range(m)]), axis=1).ravel()
+    S = sp.csr_array((rng.standard_normal(m * per_row), cols, np.arange(0, m * per_row + 1, per_row)), shape=(m, n))
+    assert np.bincount(cols, minlength=n).max() < 160
+    assert hot_columns(CSR.from_scipy(S, backend=backend), None).size == 0
+
+
+def test_sample_positions_are_distinct_and_cover_the_range():
+    for nnz, count in ((10, 10), (1000, 64), (2**20 + 7, 4096), (16 * 6000, 6000)):
+        positions = sell_module.sample_positions(nnz, count, np)
+        assert np.unique(positions).size == count and positions.min() >= 0 and positions.max() < nnz
+        assert np.histogram(positions, bins=8, range=(0, nnz))[0].min() >= count // 8 - 2
 
 
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
@@ -307,12 +327,10 @@ GPU_CASES = {
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("persistent", [True, False])
 @pytest.mark.parametrize("params", [{}, {"split": 3, "hot": 5}, {"split": 0, "hot": 0},
                                     {"C": 16, "sigma": 100, "split": 17}], ids=["default", "split3-hot5", "whole", "C16"])
 @pytest.mark.parametrize("case", list(GPU_CASES))
-def test_gpu_long_rows(case, params, persistent, rng, monkeypatch):
-    monkeypatch.setattr(sell_module, "SELL_PERSISTENT", persistent)
+def test_gpu_long_rows(case, params, rng):
     _gpu_vs_twin(GPU_CASES[case](rng), "sell", params, rng)
 
 
@@ -339,7 +357,7 @@ def test_gpu_tickets_are_left_at_zero_and_products_repeat(rng):
     A = SELL.from_scipy(S, backend="gpu", split=4)
     x = cupy.asarray(rng.standard_normal(3000))
     first = A @ x
-    tickets = A._cache["parts"][1]
+    tickets = A._cache[("launch", False)].scratch[1]
     assert int(tickets.max()) == 0
     for _ in range(5):
         y = poisoned(2000, np.float64, cupy)
@@ -381,7 +399,7 @@ def test_gpu_modes_agree_bitwise(dtype, rng, monkeypatch):
     import cupy
 
     S = random_matrix(rng, 2000, 1500, 0.01, dtype=dtype, empty_rows=100)
-    A = SELL.from_scipy(S, backend="gpu")
+    A = SELL.from_scipy(S, backend="gpu", split=0, hot=0)
     assert A.mode == "direct"
     x = random_vector(rng, 1500, A.dtype, cupy)
     direct = poisoned(2000, A.dtype, cupy)
@@ -394,6 +412,48 @@ def test_gpu_modes_agree_bitwise(dtype, rng, monkeypatch):
     hubs = hub_matrix(rng).astype(dtype) * (dtype(1 - 2j) if np.dtype(dtype).kind == "c" else 1)
     assert SELL.from_scipy(hubs, backend="cpu", split=4).mode == "units"
     _gpu_vs_twin(hubs, "sell", {"split": 4}, rng, dtype)
+
+
+@pytest.mark.gpu
+def test_gpu_stage_hot_against_its_twin(rng):
+    import cupy
+
+    from sparsegpu.reference.regular import sell_stage_hot
+
+    kernel = sell_module.SELL_KERNELS.function("sell_stage_hot<{V}, {I}>", np.float64, np.int32)
+    for n_hot in (1, 255, 256, 257, 5000):
+        x = rng.standard_normal(7000)
+        hot_cols = np.sort(rng.choice(7000, n_hot, replace=False)).astype(np.int32)
+        out = poisoned(n_hot + 3, np.float64, cupy)  # the 3 past n_hot stay poisoned
+        kernel((-(-n_hot // sell_module.SELL_BLOCK),), (sell_module.SELL_BLOCK,),
+               (cupy.asarray(x), cupy.asarray(hot_cols), np.int64(n_hot), out))
+        want = np.full(n_hot + 3, np.nan)
+        sell_stage_hot(x, hot_cols, n_hot, want)
+        np.testing.assert_array_equal(out.get(), want)
+        np.testing.assert_array_equal(want[:n_hot], x[hot_cols])
+
+
+@pytest.mark.gpu
+def test_gpu_hot_columns_staged_first_or_by_each_block_agree_bitwise(rng, monkeypatch):
+    """Hot columns staged from sell_stage_hot's contiguous copy or gathered by each block from x:
+    the same values in shared memory, so the same bits; and the twin's product."""
+    import cupy
+
+    S = hot_matrix(rng)
+    A = SELL.from_scipy(S, backend="gpu", hot=4)
+    assert A.hot == 4
+    x = cupy.asarray(rng.standard_normal(S.shape[1]))
+    products = []
+    for stage_first in (1, 10**9):
+        monkeypatch.setattr(sell_module, "HOT_STAGE_FIRST", stage_first)
+        A._cache.clear()
+        assert (A._launch_plan(False).stage is not None) == (stage_first == 1)
+        y = poisoned(S.shape[0], np.float64, cupy)
+        A.spmv(x, y)
+        products.append(y.get())
+    np.testing.assert_array_equal(products[0], products[1])
+    monkeypatch.setattr(sell_module, "HOT_STAGE_FIRST", 1)
+    _gpu_vs_twin(S, "sell", {"hot": 4}, rng)
 
 
 @pytest.mark.gpu

@@ -18,12 +18,17 @@ there than the lost locality, which such matrices hardly have. sigma = 1 does no
 ``split`` (default: :func:`choose_split`): a slice wider than ``split`` slots is summed in parts
 of ``split`` slots, each by its own group of C threads, the lanes' partial sums added in part
 order (no float atomics, bitwise reproducible); so a hub row of 60,000 entries no longer sits
-on one thread while the whole product waits. 0 never splits.
+on one thread while the whole product waits. The rule gives the product about
+:data:`SPLIT_GROUPS` units' worth of work per group: long parts on large matrices (R-MAT scale
+21: 130 slots, where 64 measured 0.95x cupyx and 128 1.08x), short ones on small matrices whose
+few slices would otherwise each be one long serial chain. 0 never splits.
 
 ``hot`` (default: :func:`hot_columns`' rule): the number of columns of x staged in each
 block's shared memory, the most gathered ones; their entries are stored as column ``-2 - j``
 (j the staged position in ``hot_cols``), and the kernel reads them from shared memory instead
-of moving a 32-byte L2 sector per 8-byte value. 0 stages none.
+of moving a 32-byte L2 sector per 8-byte value. Such products run one block of
+:data:`SELL_HOT_BLOCK` threads per multiprocessor, so the staged columns are held once per SM,
+not once per block of 256. 0 stages none.
 
 The kernel's mode (:attr:`SELL.mode`) follows from the layout. ``"direct"`` when nothing is
 split and no column is staged (regular matrices: stencils, meshes, anything without long rows):
@@ -37,7 +42,8 @@ bandwidth, hence two modes.
 from __future__ import annotations
 
 import functools
-from typing import Any
+import math
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -50,6 +56,7 @@ from sparsegpu.formats.jds import sorted_by_length
 from sparsegpu.reference import regular as twins
 
 SELL_BLOCK = 256  # kernels/spmv_sell.cu SELL_BLOCK
+SELL_HOT_BLOCK = 1024  # kernels/spmv_sell.cu SELL_HOT_BLOCK: the block of products with hot columns
 SELL_BLOCKS_PER_SM = 8  # kernels/spmv_sell.cu SELL_BLOCKS_PER_SM
 #: Slice heights the kernel is compiled for (powers of two dividing the block).
 SELL_CHUNKS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -58,24 +65,30 @@ DEFAULT_C = 32
 DEFAULT_SIGMA = 256
 #: Padding slots per stored entry above which the rows are sorted globally instead.
 SIGMA_FILL_LIMIT = 0.25
-#: ``split`` = max(SPLIT_MIN, SPLIT_FACTOR x the mean slice width): a part's lanes stream at
-#: least 64 slots (the per-part costs, C partial sums written and read back and C tickets, stay
-#: near 3% of its bytes), and no part holds more than SPLIT_FACTOR average slices of work.
-SPLIT_MIN = 64
-SPLIT_FACTOR = 4
-#: Shared memory for the hot columns by default: 48 KiB, the most a block gets without opting in
-#: (6144 float64 values); four such blocks fit a multiprocessor of 228 KiB.
-HOT_BYTES = 48 * 1024
+#: ``split`` = max(SPLIT_MIN, ceil(slots per lane / SPLIT_GROUPS)): a large GPU runs about
+#: 8,000 groups of 32 threads at once, so a part is at most the work each would get if the
+#: product were spread evenly; no shorter than SPLIT_MIN slots: a part adds a partial sum
+#: written and read back and a ticket, two L2 round trips, which a lane's 32 slots (eight
+#: rounds of four loads) repay, and regular rows up to 32 long (27-point stencils) stay whole.
+SPLIT_MIN = 32
+SPLIT_GROUPS = 8192
+#: Shared memory for the hot columns by default: 192 KiB (24,576 float64 values) in the one
+#: block of SELL_HOT_BLOCK threads per multiprocessor (228 KiB), or the device's per-block limit
+#: less 1 KiB where that is smaller.
+HOT_BYTES = 192 * 1024
 #: A column is staged only if the product gathers it at least this often: each resident block
-#: (about 500 to 1000 on a large GPU) loads it once, so fewer gathers would not repay it.
-HOT_MIN_GATHERS = 512
-#: The column counts come from every k-th stored entry, k = ceil(nnz / HOT_SAMPLE).
+#: (one per multiprocessor, about 130 on a large GPU) loads it once, so fewer gathers would not
+#: repay it.
+HOT_MIN_GATHERS = 256
+#: From this many hot columns a product first gathers them into one contiguous array (a launch
+#: of its own, sell_stage_hot), which every block then copies with coalesced loads; below it,
+#: each block gathers them from x itself (one launch, what small matrices want).
+HOT_STAGE_FIRST = 4096
+#: The column counts come from HOT_SAMPLE stored entries spread over the matrix (all of them
+#: when it has fewer; see :func:`sample_positions`).
 HOT_SAMPLE = 1 << 20
 #: Bins of the histogram of column counts that sets the staging threshold.
 HOT_COUNT_BINS = 1 << 14
-#: One persistent wave of resident blocks striding over the units (True), or one unit per group
-#: of C threads and as many blocks as that takes (False). Hot columns always use the wave.
-SELL_PERSISTENT = True
 #: The kernel's MODE (kernels/spmv_sell.cu): the plain kernel, the unit loop, the unit loop with
 #: hot columns staged in shared memory.
 SELL_DIRECT, SELL_UNITS, SELL_UNITS_HOT = 0, 1, 2
@@ -89,7 +102,7 @@ SELL_KERNELS = KernelFile(
     "spmv_sell.cu",
     [f"sell_spmv<{{V}}, {{I}}, {c}, {mode}>" for c in SELL_CHUNKS
      for mode in (SELL_DIRECT, SELL_UNITS, SELL_UNITS_HOT)]
-    + ["sell_slice_widths<{I}>", "sell_split_units<{I}>", "sell_fill_slots<{V}, {I}>"],
+    + ["sell_stage_hot<{V}, {I}>", "sell_slice_widths<{I}>", "sell_split_units<{I}>", "sell_fill_slots<{V}, {I}>"],
 )
 #: Construction kernels with their twins.
 _CONSTRUCTION_TWINS = {
@@ -148,14 +161,14 @@ def choose_sigma(n_rows: int, nnz: int, slots_at_default: int) -> int:
     return DEFAULT_SIGMA
 
 
-def choose_split(n_slots: int, n_slices: int, C: int) -> int:
-    """``split`` from the mean slice width: max(SPLIT_MIN, SPLIT_FACTOR x mean width, rounded up).
+def choose_split(n_slots: int, C: int) -> int:
+    """``split`` from the slots per lane: max(SPLIT_MIN, ceil(n_slots / C / SPLIT_GROUPS)).
 
-    >>> choose_split(32 * 1000 * 5, 1000, 32), choose_split(32 * 1000 * 40, 1000, 32)
-    (64, 160)
+    >>> choose_split(32 * 1000 * 5, 32), choose_split(32 * 65536 * 16, 32)
+    (32, 128)
     """
-    mean_width = -(-n_slots // (C * n_slices)) if n_slices else 0
-    return max(SPLIT_MIN, SPLIT_FACTOR * mean_width)
+    lane_slots = -(-n_slots // C)
+    return max(SPLIT_MIN, -(-lane_slots // SPLIT_GROUPS))
 
 
 def split_units(csr: Any, slice_ptr: Any, C: int, split: int, widest_slots: int) -> tuple[Any, Any]:
@@ -180,12 +193,36 @@ def split_units(csr: Any, slice_ptr: Any, C: int, split: int, widest_slots: int)
     return split_slice, split_part
 
 
+def hot_bytes(backend: str) -> int:
+    """Shared memory the default rule stages columns in: :data:`HOT_BYTES`, less on a device
+    whose blocks may not have that much (its opt-in limit less the 1 KiB the runtime keeps)."""
+    if backend == "cpu":
+        return HOT_BYTES
+    return min(HOT_BYTES, device_properties()["max_shared_per_block_optin"] - 1024)
+
+
+def sample_positions(nnz: int, count: int, xp: Any) -> Any:
+    """``count`` distinct positions among ``nnz`` stored entries, spread evenly and out of step
+    with any row length: ``k * step mod nnz`` for k < count, ``step`` the integer nearest
+    ``nnz`` times the golden ratio's fraction that is coprime with ``nnz``. (Every k-th entry
+    would, with k equal to a uniform matrix's row length, sample each row's first and smallest
+    column.)
+
+    >>> sample_positions(10, 4, np).tolist()
+    [0, 7, 4, 1]
+    """
+    step = max(1, round(nnz * 0.6180339887498949))
+    while math.gcd(step, nnz) != 1:
+        step += 1
+    return (xp.arange(count, dtype=np.int64) * step) % nnz
+
+
 def hot_columns(csr: Any, hot: int | None) -> Any:
     """The columns to stage in shared memory, ascending, in the CSR's index dtype.
 
-    Column counts come from every k-th stored entry (k = ceil(nnz / HOT_SAMPLE); one histogram
-    on the CSR's backend). ``hot=None``: the columns gathered at least HOT_MIN_GATHERS times (by
-    that estimate), at most HOT_BYTES of values, the most gathered first; ``hot=h``: the (at
+    Column counts come from min(nnz, HOT_SAMPLE) stored entries (:func:`sample_positions`;
+    one histogram on the CSR's backend). ``hot=None``: the columns gathered at least HOT_MIN_GATHERS times (by
+    that estimate), at most :func:`hot_bytes` of values, the most gathered first; ``hot=h``: the (at
     most h) most gathered columns. Ties at the threshold are left out whole (then the lowest
     columns if still over), so the choice is the same on every backend.
 
@@ -198,13 +235,16 @@ def hot_columns(csr: Any, hot: int | None) -> Any:
     """
     xp, index_dtype = csr._xp, csr.index_dtype
     n, nnz = csr.shape[1], csr.nnz
-    capacity = HOT_BYTES // np.dtype(csr.dtype).itemsize if hot is None else hot
+    capacity = hot_bytes(csr.backend) // np.dtype(csr.dtype).itemsize if hot is None else hot
     none = xp.empty(0, dtype=index_dtype)
     if capacity == 0 or nnz == 0:
         return none
-    stride = -(-nnz // HOT_SAMPLE)
-    counts = primitives.histogram(csr.indices[::stride], n, range=(0, n))
-    least = -(-HOT_MIN_GATHERS // stride) if hot is None else 1
+    if nnz <= HOT_SAMPLE:
+        sampled, samples = csr.indices, nnz
+    else:
+        sampled, samples = csr.indices[sample_positions(nnz, HOT_SAMPLE, xp)], HOT_SAMPLE
+    counts = primitives.histogram(sampled, n, range=(0, n))
+    least = -(-HOT_MIN_GATHERS * samples // nnz) if hot is None else 1  # HOT_MIN_GATHERS, scaled to the sample
     most = int(primitives.reduce(counts, "max"))
     top = min(most, HOT_COUNT_BINS - 1)
     if most < least:
@@ -267,21 +307,35 @@ def _opt_in(kernel: Any, shared: int, n_hot: int, dtype: np.dtype) -> None:
 
 
 @functools.cache
-def _resident_blocks(expression: str, value: np.dtype, index: np.dtype, shared: int) -> int:
-    """Blocks of this kernel resident at once on the whole device with ``shared`` bytes of
-    dynamic shared memory each: SELL_BLOCKS_PER_SM at most, fewer when registers or shared
-    memory run out (then a persistent launch still fits one wave)."""
+def _resident_blocks(expression: str, value: np.dtype, index: np.dtype, threads: int, shared: int) -> int:
+    """Blocks of ``threads`` threads of this kernel resident at once on the whole device with
+    ``shared`` bytes of dynamic shared memory each: 2048 threads per multiprocessor at most,
+    fewer when registers or shared memory run out (then a persistent launch still fits one wave)."""
     import cupy
 
     kernel = SELL_KERNELS.function(expression, value, index)
     attributes = cupy.cuda.Device().attributes
     # Registers per block: allocated per warp, in units of 256.
-    registers = -(-kernel.attributes["num_regs"] * 32 // 256) * 256 * (SELL_BLOCK // 32)
-    per_sm = min(SELL_BLOCKS_PER_SM, attributes["MaxRegistersPerMultiprocessor"] // max(registers, 1))
+    registers = -(-kernel.attributes["num_regs"] * 32 // 256) * 256 * (threads // 32)
+    per_sm = min(SELL_BLOCKS_PER_SM * SELL_BLOCK // threads,
+                 attributes["MaxRegistersPerMultiprocessor"] // max(registers, 1))
     if shared:
         # The runtime reserves 1 KiB of each multiprocessor's shared memory per block.
         per_sm = min(per_sm, attributes["MaxSharedMemoryPerMultiprocessor"] // (shared + 1024))
     return device_properties()["multiprocessors"] * max(per_sm, 1)
+
+
+class LaunchPlan(NamedTuple):
+    """One matrix's product on the GPU, worked out at its first call (:meth:`SELL._launch_plan`)."""
+
+    kernel: Any
+    blocks: int
+    threads: int
+    shared: int  # bytes of dynamic shared memory (the hot columns)
+    arrays: tuple[Any, ...]  # the kernel's arguments before x
+    scratch: tuple[Any, Any]  # (partials, tickets) after beta, null pointers without parts
+    stage: Any  # sell_stage_hot, or None when the blocks gather the hot columns from x themselves
+    hot_values: Any  # sell_stage_hot's output (a null pointer without it)
 
 
 class SELL(RegularMatrix):
@@ -311,7 +365,7 @@ class SELL(RegularMatrix):
     >>> bool(np.allclose(A @ x, S @ x)) and (A.to_scipy() != S).nnz == 0
     True
     >>> A.C, A.sigma, A.slice_ptr.size - 1, A.split, A.hot, A.mode
-    (8, 64, 13, 64, 0, 'direct')
+    (8, 64, 13, 32, 0, 'direct')
     >>> H = SELL.from_scipy(S, C=8, split=2, hot=5)  # parts of 2 slots, 5 staged columns
     >>> bool(np.allclose(H @ x, S @ x)) and H.split_slice.size > 0 and 0 < H.hot <= 5, H.mode
     (True, 'units')
@@ -354,7 +408,7 @@ class SELL(RegularMatrix):
                 perm, slice_ptr = sorted_slices(csr, C, sigma)
                 n_slots, widest_slots = slice_sizes(slice_ptr)
         if split is None:
-            split = choose_split(n_slots, n_slices, C)
+            split = choose_split(n_slots, C)
         split_slice, split_part = split_units(csr, slice_ptr, C, split, widest_slots)
         hot_cols = hot_columns(csr, hot)
         n_split = split_slice.size
@@ -400,38 +454,53 @@ class SELL(RegularMatrix):
         slots = int(self.slice_ptr[-1])
         return (slots - self._nnz) / self._nnz if self._nnz else 0.0
 
+    def _launch_plan(self, force_units: bool) -> LaunchPlan:
+        """This matrix's product on the GPU, worked out once and cached: a small matrix's
+        product is as short as the Python around its launch."""
+        import cupy
+
+        n_hot, n_split, C = self.hot_cols.size, self.split_slice.size, self.C
+        n_slices = self.slice_ptr.size - 1
+        n_rows = self._shape[0]
+        if self.mode == "direct" and not force_units:
+            mode, threads, shared = SELL_DIRECT, SELL_BLOCK, 0
+            blocks = blocks_for(n_rows, threads)  # a thread per row
+        else:
+            mode = SELL_UNITS_HOT if n_hot else SELL_UNITS
+            threads = SELL_HOT_BLOCK if n_hot else SELL_BLOCK
+            shared = n_hot * self._dtype.itemsize
+            blocks = blocks_for(n_split + n_slices, threads // C)  # C threads per unit
+        expression = f"sell_spmv<{{V}}, {{I}}, {C}, {mode}>"
+        kernel = SELL_KERNELS.function(expression, self._dtype, self._index_dtype)
+        if shared > device_properties()["max_shared_per_block"]:
+            _opt_in(kernel, shared, n_hot, self._dtype)
+        if mode != SELL_DIRECT:  # one resident wave takes the units round after round
+            blocks = min(blocks, _resident_blocks(expression, self._dtype, self._index_dtype, threads, shared))
+        scratch = (NULL_POINTER, NULL_POINTER)
+        if n_split:  # tickets start at zero; every product leaves them so
+            scratch = (cupy.empty(n_split * C, self._dtype), cupy.zeros(n_split * C, np.uint32))
+        stage, hot_values = None, NULL_POINTER
+        if mode == SELL_UNITS_HOT and n_hot >= HOT_STAGE_FIRST:
+            stage = SELL_KERNELS.function("sell_stage_hot<{V}, {I}>", self._dtype, self._index_dtype)
+            hot_values = cupy.empty(n_hot, self._dtype)
+        arrays = (self.slice_ptr, self.indices, self.data, self.perm, self.split_slice, self.split_part,
+                  np.int64(n_split), np.int64(self.split) if self.split else _NEVER_SPLIT, self.hot_cols,
+                  np.int64(n_hot), hot_values, np.int64(n_slices), np.int64(n_rows))
+        return LaunchPlan(kernel, blocks, threads, shared, arrays, scratch, stage, hot_values)
+
     def _forward(self, x: Any, y: Any, alpha: Any, beta: Any) -> Any:
         if self._backend == "cpu":
             return twins.sell_spmv(self.slice_ptr, self.indices, self.data, self.perm, self.split_slice,
                                    self.split_part, self.split, self.hot_cols, self.C, x, y, alpha, beta)
         if y.size == 0:
             return y
-        import cupy
-
-        n_hot, n_split, C = self.hot_cols.size, self.split_slice.size, self.C
-        n_slices = self.slice_ptr.size - 1
-        if self.mode == "direct" and not SELL_FORCE_UNITS:
-            mode, shared, blocks = SELL_DIRECT, 0, blocks_for(y.size, SELL_BLOCK)  # a thread per row
-        else:
-            mode = SELL_UNITS_HOT if n_hot else SELL_UNITS
-            shared = n_hot * self._dtype.itemsize
-            blocks = blocks_for(n_split + n_slices, SELL_BLOCK // C)  # a group of C threads per unit
-        expression = f"sell_spmv<{{V}}, {{I}}, {C}, {mode}>"
-        kernel = SELL_KERNELS.function(expression, self._dtype, self._index_dtype)
-        if shared > device_properties()["max_shared_per_block"]:
-            _opt_in(kernel, shared, n_hot, self._dtype)
-        if mode != SELL_DIRECT and (n_hot or SELL_PERSISTENT):
-            blocks = min(blocks, _resident_blocks(expression, self._dtype, self._index_dtype, shared))
-        partials, tickets = NULL_POINTER, NULL_POINTER
-        if n_split:
-            if "parts" not in self._cache:  # tickets start at zero; every product leaves them so
-                self._cache["parts"] = (cupy.empty(n_split * C, self._dtype), cupy.zeros(n_split * C, np.uint32))
-            partials, tickets = self._cache["parts"]
-        kernel(
-            (blocks,), (SELL_BLOCK,),
-            (self.slice_ptr, self.indices, self.data, self.perm, self.split_slice, self.split_part,
-             np.int64(n_split), np.int64(self.split) if self.split else _NEVER_SPLIT, self.hot_cols,
-             np.int64(n_hot), np.int64(n_slices), np.int64(y.size), x, y, alpha, beta, partials, tickets),
-            shared_mem=shared,
-        )
+        force_units = SELL_FORCE_UNITS
+        plan = self._cache.get(("launch", force_units))
+        if plan is None:
+            plan = self._cache[("launch", force_units)] = self._launch_plan(force_units)
+        if plan.stage is not None:
+            n_hot = self.hot_cols.size
+            plan.stage((blocks_for(n_hot, SELL_BLOCK),), (SELL_BLOCK,), (x, self.hot_cols, np.int64(n_hot), plan.hot_values))
+        plan.kernel((plan.blocks,), (plan.threads,), (*plan.arrays, x, y, alpha, beta, *plan.scratch),
+                    shared_mem=plan.shared)
         return y

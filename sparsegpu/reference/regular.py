@@ -168,6 +168,11 @@ def jds_diagonal_lengths(indptr, perm, n_rows, rows_longer):
     rows_longer[longest] = 0
 
 
+def sell_stage_hot(x, hot_cols, n_hot, hot_values):
+    """kernels/spmv_sell.cu sell_stage_hot: ``hot_values[j] = x[hot_cols[j]]`` for j < n_hot."""
+    hot_values[:n_hot] = x[hot_cols[:n_hot]]
+
+
 def sell_slice_widths(indptr, perm, n_rows, C, sigma, n_slices, widths):
     """Twin of kernels/spmv_sell.cu ``sell_slice_widths``: ``widths[s]`` = C times the longest
     row of slice s (ranks ``s * C`` to ``s * C + C``), then a 0 (``sigma`` is the kernel's
