@@ -2,20 +2,22 @@
 // (sg::Sum<V>, sg::Min<V>, sg::Max<V>).
 //
 // Tiles: SCAN_BLOCK threads, ITEMS consecutive elements per thread (SCAN_THREAD_BYTES of values
-// plain, SCAN_SEGMENTED_THREAD_BYTES of values segmented). A plain tile lives in shared memory
-// from its load to its store, so registers do not grow with the tile: each warp copies its
-// 32 * ITEMS elements into its slice (cp.async 16-byte copies striped across the lanes when the
-// tile is whole and 16-byte aligned (VEC), else element by element), each thread then reads
-// its ITEMS consecutive elements from there (an XOR swizzle keeps both access patterns free of
-// bank conflicts), and the outputs go back the same way. Segmented tiles stay in registers. A
-// tile is scanned by a serial fold per thread, a warp-shuffle scan of the thread totals and a
-// scan of the warp totals.
+// plain, SCAN_SEGMENTED_THREAD_BYTES of values segmented). A plain tile lives in dynamic shared
+// memory (SCAN_BLOCK * SCAN_THREAD_BYTES bytes, passed at launch by sparsegpu/primitives.py,
+// which opts in past 48 KiB) from its load to its store, so registers do not grow with the
+// tile: each warp copies its 32 * ITEMS elements into its slice (cp.async 16-byte copies
+// striped across the lanes when the tile is whole and 16-byte aligned (VEC), else element by
+// element), each thread then reads its ITEMS consecutive elements from there (an XOR swizzle,
+// TileSwizzle, keeps both access patterns free of bank conflicts), and the outputs go back the
+// same way. Segmented tiles stay in registers. A tile is scanned by a serial fold per thread, a
+// warp-shuffle scan of the thread totals and a scan of the warp totals.
 //
 // Two ways to cover many tiles:
 //  - scan_single_pass: one pass (reads n, writes n), decoupled look-back (Merrill & Garland):
 //    each tile publishes its aggregate, then its inclusive prefix, and gets its own prefix from
-//    its predecessors' published values. All LOOKBACK_WARPS warps of the block poll at once,
-//    one predecessor per thread: a span of SPAN = 32 * LOOKBACK_WARPS tiles per L2 round trip
+//    its predecessors' published values. The first WARPS warps of the block (a template
+//    parameter, LOOKBACK_WARPS unless named; any of 1 ... SCAN_BLOCK / 32) poll at once, one
+//    predecessor per thread: a span of SPAN = 32 * WARPS tiles per L2 round trip
 //    (one warp and 32 tiles per round trip limited the earlier design to ~60% of copy
 //    bandwidth: the prefixes could not advance faster than 32 tiles per round trip).
 //    ORDERED = false (integers, and floats when not deterministic): the nearest inclusive prefix
@@ -32,7 +34,8 @@
 //    soon as it is loaded), and never for a serial fold: the prefixes advance SPAN tiles per
 //    round trip, and the bits do not depend on timing. The float error grows with
 //    t / SPAN + log2(SPAN) additions instead of t.
-//    sparsegpu/reference/primitives.py ordered_lookback_scan computes the same bits.
+//    sparsegpu/reference/primitives.py ordered_lookback_scan computes the same bits when told
+//    the same SPAN and tile (sparsegpu.primitives.ordered_scan_twin passes this file's).
 //  - reduce-then-scan, reproducible: scan_chunk_totals (each block folds a fixed range of tiles),
 //    scan_totals (one block scans the chunk totals), scan_chunks (each block scans its range again,
 //    starting from its chunk's prefix). Reads x twice: about 2/3 of the single pass's throughput.
@@ -64,18 +67,34 @@
 // LOOKBACK_WARPS (tile sizes, look-back state size and the ordered association), and
 // tests/test_primitives.py checks that it does. scratch/sweep_scan.py rewrites these lines.
 constexpr int SCAN_BLOCK = 256;
-// Bytes of values per thread, multiples of 16: a plain tile is SCAN_BLOCK * 128 B = 32 KiB of
-// shared memory, so 6 blocks fit on an SM (228 KiB); a segmented tile is held in registers.
-constexpr int SCAN_THREAD_BYTES = 128;
+// Bytes of values per thread, multiples of 16: a plain tile is SCAN_BLOCK * 256 B = 64 KiB of
+// (dynamic) shared memory, so 3 blocks fit on an SM (228 KiB); a segmented tile is held in
+// registers. scan_single_pass also takes the plain size as a template parameter (the tests and
+// scratch/sweep_scan.py try 128, 192 and 256). H200, 2^28 elements, ordered look-back: 128 B
+// with 8 polling warps 79-80% of copy, 256 B with 2 warps 87% (fifth session: fewer, larger
+// tiles leave fewer look-back round trips, and two warps poll less L2 than eight).
+constexpr int SCAN_THREAD_BYTES = 256;
 constexpr int SCAN_SEGMENTED_THREAD_BYTES = 32;
-// Blocks per SM the single-pass kernel is compiled for (caps registers at 65536 / (256 * 6) = 42
-// for plain scans); segmented tiles are held in registers and get more of them.
-constexpr int SCAN_MIN_BLOCKS = 6;
+// Shared memory of an SM (H100 and H200: 228 KiB) and what the driver keeps of it per block.
+constexpr int SCAN_SM_SHARED_BYTES = 228 * 1024, SCAN_BLOCK_RESERVED_SHARED_BYTES = 1024;
+// Blocks per SM a single-pass kernel with plain tiles of THREAD_BYTES per thread is compiled for:
+// as many as the tiles' shared memory lets reside (plus the driver's reservation and up to 1 KiB
+// of static shared variables per block), at most 2048 threads (caps registers at
+// 65536 / (256 * 6) = 42 for 128-byte threads, 64 for 192, 85 for 256). Segmented tiles are held in
+// registers and get more of them.
+template <int THREAD_BYTES> __host__ __device__ constexpr int scan_min_blocks() {
+    constexpr int fit = SCAN_SM_SHARED_BYTES / (SCAN_BLOCK * THREAD_BYTES + SCAN_BLOCK_RESERVED_SHARED_BYTES + 1024);
+    return fit < 2048 / SCAN_BLOCK ? fit : 2048 / SCAN_BLOCK;
+}
 constexpr int SCAN_SEGMENTED_MIN_BLOCKS = 4;
 // Reduce-then-scan: blocks per SM, all resident (primitives.py SCAN_CHUNKS_PER_SM).
-constexpr int SCAN_CHUNKS_PER_SM = 4;
-// Warps that poll predecessors (one each per thread): the look-back span is 32 * LOOKBACK_WARPS.
-constexpr int LOOKBACK_WARPS = 8;
+constexpr int SCAN_CHUNKS_PER_SM = 3;  // three 64 KiB tiles fit an SM
+// Warps that poll predecessors (one each per thread): the look-back span is 32 * LOOKBACK_WARPS
+// tiles. Any of 1 ... SCAN_BLOCK / 32 is correct (scan_single_pass's WARPS parameter; the GPU
+// tests cover them all); primitives.py mirrors it and hands 32 * LOOKBACK_WARPS to the twin
+// (ordered_scan_twin). The twin once defaulted to a span of 256 and the tests called it without
+// one, so a build with 4 warps (span 128) was compared with the wrong association.
+constexpr int LOOKBACK_WARPS = 2;
 // Nanoseconds a polling thread sleeps after finding a predecessor not yet published (0: spin).
 // Spinning threads re-read the same few L2 lines; a pause leaves L2 to the loads and stores.
 constexpr int LOOKBACK_BACKOFF_NS = 0;
@@ -84,9 +103,6 @@ constexpr int LOOKBACK_BACKOFF_NS = 0;
 // elements: int32 80-81% of copy against 70-72%, float64 ordered 79% against 76%).
 constexpr bool SCAN_CP_ASYNC = false;
 
-// Only 8 has passed the GPU tests of the ordered (reproducible) path: with 4 warps the H200 gave
-// float scans that differed run to run and from the twin, cause not yet found.
-static_assert(LOOKBACK_WARPS == 8, "the ordered look-back is verified with 8 polling warps only");
 static_assert(SCAN_BLOCK % 32 == 0 && LOOKBACK_WARPS >= 1 && LOOKBACK_WARPS <= SCAN_BLOCK / 32,
               "the look-back warps are warps of the block");
 static_assert(SCAN_THREAD_BYTES % 16 == 0 && SCAN_SEGMENTED_THREAD_BYTES % 16 == 0, "whole 16-byte vectors");
@@ -246,6 +262,38 @@ __device__ __forceinline__ T block_exclusive_scan(T v, Op op, T* warp_sums, T& t
     return exclusive;
 }
 
+// Where vector i of a warp's shared tile of 32 * QUADS 16-byte vectors is stored (lane i / QUADS's
+// vector i % QUADS): within each row of 8 vectors (128 bytes, all the banks) the column is XORed
+// with a function of the row number r = i / 8 alone, so each row is permuted in place. With
+// QUADS = 2^s * odd that is (r >> max(s - 3, 0)) & (min(2^s, 8) - 1): nothing for odd QUADS (a
+// thread's own vectors already fall in distinct columns), the low s bits of r for s < 3, and r
+// counted in rows of 2^(s-3) for s >= 3 (the owner lane when QUADS is a power of two). The 8
+// lanes of a phase then hit 8 different columns both when storing striped vectors
+// (q * 32 + lane) and when reading a thread's own (lane * QUADS + q), for any QUADS (12 too):
+// conflict_free() checks it at compile time.
+template <int QUADS> struct TileSwizzle {
+    static constexpr int POW2 = QUADS & -QUADS;  // 2^s
+    static_assert(QUADS >= 1 && POW2 <= 64, "1 to 64 (times odd) vectors per thread");
+    static constexpr int ROW_SHIFT = POW2 == 64 ? 3 : POW2 == 32 ? 2 : POW2 == 16 ? 1 : 0;
+    static constexpr int COLUMN_MASK = (POW2 < 8 ? POW2 : 8) - 1;
+    static __host__ __device__ __forceinline__ constexpr int swizzled(int i) {
+        return i ^ (((i >> 3) >> ROW_SHIFT) & COLUMN_MASK);
+    }
+    // Whether every phase (8 lanes, 16 bytes each) of both access patterns covers all 8 columns.
+    static __host__ __device__ constexpr bool conflict_free() {
+        for (int phase = 0; phase < 4; ++phase)
+            for (int q = 0; q < QUADS; ++q) {
+                unsigned striped = 0, own = 0;
+                for (int lane = 8 * phase; lane < 8 * phase + 8; ++lane) {
+                    striped |= 1u << (swizzled(q * 32 + lane) % 8);
+                    own |= 1u << (swizzled(lane * QUADS + q) % 8);
+                }
+                if (striped != 0xffu || own != 0xffu) return false;
+            }
+        return true;
+    }
+};
+
 // What a scan kernel reads and writes, as two steps around the tile's scan:
 //   load_fold(first, n, full): stage the thread's ITEMS items (elements first, first + 1, ...;
 //     past n: the identity) and return their fold, left to right;
@@ -263,14 +311,9 @@ struct DenseIO {
     static constexpr int QUADS = ITEMS / Vec::N;  // 16-byte vectors per thread
     static_assert(QUADS * Vec::N == ITEMS, "a thread's items are whole 16-byte vectors");
     static constexpr int BUFFER = 32 * QUADS;
-    static constexpr int ROW = QUADS > 8 ? QUADS : 8;
-    static_assert(ROW % 8 == 0, "the swizzle permutes within rows of 8 vectors: 1, 2, 4 or a multiple of 8 vectors per thread");
-    // Vector i of the warp's tile (lane i / QUADS's vector i % QUADS) is stored at swizzled(i):
-    // within each row of 8 vectors (128 bytes, all the banks) the column is XORed with the row
-    // number (counted in rows of max(8, QUADS) vectors). The 8 lanes of a phase then hit 8
-    // different columns both when storing striped vectors (q * 32 + lane) and when reading a
-    // thread's own (lane * QUADS + q).
-    static __device__ __forceinline__ int swizzled(int i) { return i ^ ((i / ROW) % 8); }
+    // Vector i of the warp's tile (lane i / QUADS's vector i % QUADS) is stored at swizzled(i).
+    static_assert(TileSwizzle<QUADS>::conflict_free(), "the swizzle leaves bank conflicts for this many vectors per thread");
+    static __device__ __forceinline__ int swizzled(int i) { return TileSwizzle<QUADS>::swizzled(i); }
     const V* __restrict__ x;
     V* __restrict__ y;
     Vec* buffer;
@@ -347,7 +390,7 @@ struct SegmentedIO {
     using T = Flagged<V>;
     using ScanOp = Segmented<V, Op>;
     using Vec = vec16<V>;
-    static constexpr int BUFFER = 1;
+    static constexpr int BUFFER = 0;  // no shared tile
     const V* __restrict__ x;
     const unsigned char* __restrict__ heads;
     V* __restrict__ y;
@@ -380,13 +423,14 @@ struct SegmentedIO {
 template <bool SEGMENTED, class Dense, class Seg> struct pick { using type = Dense; };
 template <class Dense, class Seg> struct pick<true, Dense, Seg> { using type = Seg; };
 
-// Elements per thread. primitives.py mirrors this (_items_per_thread).
-template <class V, bool SEGMENTED> __host__ __device__ constexpr int scan_items() {
-    return (SEGMENTED ? SCAN_SEGMENTED_THREAD_BYTES : SCAN_THREAD_BYTES) / (int)sizeof(V);
+// Elements per thread (THREAD_BYTES of values plain). primitives.py mirrors this (_items_per_thread).
+template <class V, bool SEGMENTED, int THREAD_BYTES = SCAN_THREAD_BYTES> __host__ __device__ constexpr int scan_items() {
+    static_assert(THREAD_BYTES % 16 == 0, "whole 16-byte vectors");
+    return (SEGMENTED ? SCAN_SEGMENTED_THREAD_BYTES : THREAD_BYTES) / (int)sizeof(V);
 }
 
-template <class V, class Op, bool INCLUSIVE, bool SEGMENTED, bool VEC>
-using ScanIO = typename pick<SEGMENTED, DenseIO<V, Op, scan_items<V, SEGMENTED>(), INCLUSIVE, VEC>,
+template <class V, class Op, bool INCLUSIVE, bool SEGMENTED, bool VEC, int THREAD_BYTES = SCAN_THREAD_BYTES>
+using ScanIO = typename pick<SEGMENTED, DenseIO<V, Op, scan_items<V, SEGMENTED, THREAD_BYTES>(), INCLUSIVE, VEC>,
                              SegmentedIO<V, Op, scan_items<V, SEGMENTED>(), INCLUSIVE>>::type;
 
 // Lane 0 gets the fold of the warp's 32 values in reverse lane order (lane 31 leftmost): lane k
@@ -400,16 +444,17 @@ template <class T, class Op> __device__ __forceinline__ T warp_fold_reversed(T v
 
 // The look-back of tile `tile` > 0 (every thread of the block calls it; `tile` is the same for
 // all): publishes the tile's inclusive prefix and leaves its exclusive prefix in `tile_prefix`
-// (read it after a barrier). Thread k of the first LOOKBACK_WARPS warps polls the predecessor
-// k + 1 tiles back (in the span being examined); the other warps only meet the barriers.
-// `warp_folds` and `inclusive_lanes` hold LOOKBACK_WARPS entries.
-template <bool ORDERED, class T, class Op>
+// (read it after a barrier). Thread k of the first WARPS warps polls the predecessor k + 1
+// tiles back (in the span being examined); the other warps only meet the barriers.
+// `warp_folds` and `inclusive_lanes` hold WARPS entries.
+template <bool ORDERED, int WARPS, class T, class Op>
 __device__ __forceinline__ void look_back(unsigned long long* descriptors, long long tile, unsigned long long epoch,
                                           T tile_total, Op op, T* warp_folds, unsigned* inclusive_lanes, T& tile_prefix) {
     using Descriptor = sg::Descriptor<T>;
-    constexpr int SPAN = 32 * LOOKBACK_WARPS;
+    static_assert(WARPS >= 1 && WARPS <= SCAN_BLOCK / 32, "the look-back warps are warps of the block");
+    constexpr int SPAN = 32 * WARPS;
     const int slot = threadIdx.x, warp = slot / 32, lane = slot % 32;
-    const bool polls = warp < LOOKBACK_WARPS;
+    const bool polls = warp < WARPS;
     if constexpr (ORDERED) {
         // E_t = fold [P_{t-SPAN}, a_{t-SPAN+1}, ..., a_{t-1}] by the fixed tree (see the top).
         if (polls) {
@@ -424,9 +469,9 @@ __device__ __forceinline__ void look_back(unsigned long long* descriptors, long 
         }
         __syncthreads();
         if (threadIdx.x == 0) {
-            T prefix = warp_folds[LOOKBACK_WARPS - 1];  // the farthest window first
+            T prefix = warp_folds[WARPS - 1];  // the farthest window first
 #pragma unroll
-            for (int w = LOOKBACK_WARPS - 2; w >= 0; --w) prefix = op(prefix, warp_folds[w]);
+            for (int w = WARPS - 2; w >= 0; --w) prefix = op(prefix, warp_folds[w]);
             Descriptor::publish(descriptors, tile, INCLUSIVE_PREFIX, epoch, op(prefix, tile_total));
             tile_prefix = prefix;
         }
@@ -458,7 +503,7 @@ __device__ __forceinline__ void look_back(unsigned long long* descriptors, long 
             __syncthreads();
             int nearest = SPAN;
 #pragma unroll
-            for (int w = LOOKBACK_WARPS - 1; w >= 0; --w)
+            for (int w = WARPS - 1; w >= 0; --w)
                 if (inclusive_lanes[w] != 0u) nearest = 32 * w + __ffs(inclusive_lanes[w]) - 1;
             if (polls) {
                 if (slot > nearest) value = Op::identity();
@@ -467,9 +512,9 @@ __device__ __forceinline__ void look_back(unsigned long long* descriptors, long 
             }
             __syncthreads();
             if (threadIdx.x == 0) {
-                T span = warp_folds[LOOKBACK_WARPS - 1];
+                T span = warp_folds[WARPS - 1];
 #pragma unroll
-                for (int w = LOOKBACK_WARPS - 2; w >= 0; --w) span = op(span, warp_folds[w]);
+                for (int w = WARPS - 2; w >= 0; --w) span = op(span, warp_folds[w]);
                 prefix = op(span, prefix);
             }
             if (nearest < SPAN) break;
@@ -484,10 +529,12 @@ __device__ __forceinline__ void look_back(unsigned long long* descriptors, long 
 
 }  // namespace sg
 
-// The calling warp's slice of a kernel's shared tile.
-#define SCAN_SHARED_TILE(IO)                                                 \
-    __shared__ typename IO::Vec shared_tile[SCAN_BLOCK / 32][IO::BUFFER];    \
-    typename IO::Vec* const warp_buffer = shared_tile[threadIdx.x / 32]
+// The calling warp's slice of a kernel's shared tile: dynamic shared memory of
+// SCAN_BLOCK / 32 * IO::BUFFER vectors (SCAN_BLOCK * THREAD_BYTES bytes plain, none segmented),
+// given at launch (primitives.py _scan_shared_bytes).
+#define SCAN_SHARED_TILE(IO)                                                                                 \
+    extern __shared__ __align__(16) unsigned char scan_shared_tile[];                                        \
+    typename IO::Vec* const warp_buffer = reinterpret_cast<typename IO::Vec*>(scan_shared_tile) + (threadIdx.x / 32) * IO::BUFFER
 
 // Reduce-then-scan, pass 1: totals[b] = fold of tiles [b * tiles_per_chunk, (b + 1) * tiles_per_chunk).
 template <class V, class Op, bool SEGMENTED, bool VEC>
@@ -575,20 +622,24 @@ scan_chunks(const V* __restrict__ x, const unsigned char* __restrict__ heads, V*
 }
 
 // Single pass with decoupled look-back over the look-back state described at the top (one block
-// per tile: gridDim.x == number of tiles). ORDERED picks the look-back (see the top and look_back).
-template <class V, class Op, bool INCLUSIVE, bool SEGMENTED, bool VEC, bool ORDERED>
-__global__ void __launch_bounds__(SCAN_BLOCK, SEGMENTED ? SCAN_SEGMENTED_MIN_BLOCKS : SCAN_MIN_BLOCKS)
+// per tile: gridDim.x == number of tiles). ORDERED picks the look-back (see the top and look_back),
+// WARPS how many warps poll (the span is 32 * WARPS tiles), THREAD_BYTES the plain tiles' bytes
+// per thread (dynamic shared memory: SCAN_BLOCK * THREAD_BYTES).
+template <class V, class Op, bool INCLUSIVE, bool SEGMENTED, bool VEC, bool ORDERED, int WARPS = LOOKBACK_WARPS,
+          int THREAD_BYTES = SCAN_THREAD_BYTES>
+__global__ void __launch_bounds__(SCAN_BLOCK, SEGMENTED ? SCAN_SEGMENTED_MIN_BLOCKS : scan_min_blocks<THREAD_BYTES>())
 scan_single_pass(const V* __restrict__ x, const unsigned char* __restrict__ heads, V* __restrict__ y, const long long n,
                  unsigned long long* __restrict__ state) {
-    using IO = sg::ScanIO<V, Op, INCLUSIVE, SEGMENTED, VEC>;
+    using IO = sg::ScanIO<V, Op, INCLUSIVE, SEGMENTED, VEC, THREAD_BYTES>;
     using T = typename IO::T;
     using ScanOp = typename IO::ScanOp;
     using Descriptor = sg::Descriptor<T>;
-    constexpr int ITEMS = sg::scan_items<V, SEGMENTED>();
+    constexpr int ITEMS = sg::scan_items<V, SEGMENTED, THREAD_BYTES>();
     constexpr long long TILE = (long long)SCAN_BLOCK * ITEMS;
+    static_assert(SEGMENTED || SCAN_BLOCK * THREAD_BYTES <= 227 * 1024, "a block gets at most 227 KiB of shared memory");
     __shared__ T warp_sums[SCAN_BLOCK / 32];
-    __shared__ T warp_folds[LOOKBACK_WARPS];
-    __shared__ unsigned inclusive_lanes[LOOKBACK_WARPS];
+    __shared__ T warp_folds[WARPS];
+    __shared__ unsigned inclusive_lanes[WARPS];
     __shared__ T tile_prefix;
     __shared__ unsigned long long ticket;
     SCAN_SHARED_TILE(IO);
@@ -619,7 +670,7 @@ scan_single_pass(const V* __restrict__ x, const unsigned char* __restrict__ head
         if (tile == 0) Descriptor::publish(descriptors, tile, sg::INCLUSIVE_PREFIX, epoch, tile_total);
     }
     if (tile != 0) {
-        sg::look_back<ORDERED>(descriptors, tile, epoch, tile_total, op, warp_folds, inclusive_lanes, tile_prefix);
+        sg::look_back<ORDERED, WARPS>(descriptors, tile, epoch, tile_total, op, warp_folds, inclusive_lanes, tile_prefix);
         __syncthreads();
     }
     io.scan_store(tile == 0 ? thread_prefix : op(tile_prefix, thread_prefix), first, n, full);

@@ -13,8 +13,9 @@ Reproducibility on the GPU: reductions fold in a fixed order (two launches, no a
 bitwise identical run to run on a given device. Integer scans use a single-pass decoupled
 look-back scan (exact). Float scans are bitwise reproducible by default: a single pass whose
 look-back adds the tile totals in a fixed association (an "ordered look-back": tile t's prefix
-is tile t - 256's prefix plus a fixed tree of the 255 tile totals between, the same sum
-whatever the timing; see :func:`sparsegpu.reference.primitives.ordered_lookback_scan`);
+is the prefix of tile t - span (span = 32 * :data:`LOOKBACK_WARPS` tiles) plus a fixed tree of
+the tile totals between, the same sum whatever the timing; :func:`ordered_scan_twin` computes
+the same bits on the host);
 :data:`DETERMINISTIC_FLOAT_SCAN` =
 ``"reduce-then-scan"`` selects the older reproducible path (three launches, x read twice).
 With ``sparsegpu.options(deterministic=False)`` float scans take the plain look-back, whose
@@ -47,10 +48,11 @@ _BOOL = {True: "true", False: "false"}
 
 # kernels/scan.cu's tuning constants that shape results and buffers (tests check they agree).
 SCAN_BLOCK = 256  # SCAN_BLOCK
-SCAN_THREAD_BYTES = 128  # SCAN_THREAD_BYTES: bytes of values per thread, plain scans
+SCAN_THREAD_BYTES = 256  # SCAN_THREAD_BYTES: bytes of values per thread, plain scans
 SCAN_SEGMENTED_THREAD_BYTES = 32  # SCAN_SEGMENTED_THREAD_BYTES
-LOOKBACK_WARPS = 8  # LOOKBACK_WARPS: the look-back span is 32 * LOOKBACK_WARPS tiles
-SCAN_CHUNKS_PER_SM = 4  # reduce-then-scan: blocks per SM (all resident), each scanning a range of tiles
+LOOKBACK_WARPS = 2  # LOOKBACK_WARPS: the look-back span is 32 * LOOKBACK_WARPS tiles
+SHARED_WITHOUT_OPT_IN = 48 * 1024  # dynamic shared memory a block gets without asking for more
+SCAN_CHUNKS_PER_SM = 3  # reduce-then-scan: blocks per SM (all resident), each scanning a range of tiles
 REDUCE_BLOCK = 256  # kernels/reduce.cu REDUCE_BLOCK
 REDUCE_VECS = 4  # 16-byte vectors in flight per thread
 REDUCE_BLOCKS_PER_SM = 4  # resident at up to 64 registers per thread: no second wave
@@ -68,6 +70,12 @@ HIST_MAX_PER_BLOCK = 2**31  # a block's 32-bit shared counters never overflow
 #: back plus a fixed tree of the tile totals between, which gives the same bits whatever the
 #: timing; see kernels/scan.cu) or "reduce-then-scan" (three launches, x read twice).
 DETERMINISTIC_FLOAT_SCAN = "ordered-lookback"
+#: Integer scans are exact in any association, so they take the look-back that is faster: False
+#: the plain one (the nearest inclusive prefix, or whole spans of aggregates), True the ordered
+#: one (each tile waits for one inclusive prefix, 32 * LOOKBACK_WARPS tiles back). The ordered
+#: one: int32 at 2^28, 64 KiB tiles, two polling warps, 87% of copy against 84% (H200, fifth
+#: session, asv_benchmarks/measured/h200_2026-11-21_s5_scan_sweep.txt).
+ORDERED_LOOKBACK_FOR_INTEGERS = True
 # (segmented, vectorised) variants the scan kernels are built for: vector loads only when plain.
 _SCAN_LAYOUTS = ((False, True), (False, False), (True, False))
 
@@ -265,10 +273,40 @@ def segmented_scan(x: Any, offsets: Any = None, *, flags: Any = None, inclusive:
     return _scan_gpu(x, heads, op, inclusive=inclusive)
 
 
+def ordered_scan_twin(x: np.ndarray, inclusive: bool = True) -> np.ndarray:
+    """On the host, the bits of the GPU's default float sum-scan (the single pass with the
+    ordered look-back): :func:`sparsegpu.reference.primitives.ordered_lookback_scan` told
+    kernels/scan.cu's tile (SCAN_BLOCK threads of SCAN_THREAD_BYTES) and span
+    (32 * LOOKBACK_WARPS tiles). Integers give the exact scan.
+
+    >>> import numpy as np
+    >>> ordered_scan_twin(np.array([0.5, 0.25, 2.0]), inclusive=False).tolist()
+    [0.0, 0.5, 0.75]
+    """
+    return twin.ordered_lookback_scan(x, inclusive, block=SCAN_BLOCK, thread_bytes=SCAN_THREAD_BYTES,
+                                      span=32 * LOOKBACK_WARPS)
+
+
 def _items_per_thread(dtype: np.dtype, segmented: bool) -> int:
     """kernels/scan.cu scan_items: SCAN_THREAD_BYTES of values per thread
     (SCAN_SEGMENTED_THREAD_BYTES for segmented pairs)."""
     return (SCAN_SEGMENTED_THREAD_BYTES if segmented else SCAN_THREAD_BYTES) // np.dtype(dtype).itemsize
+
+
+def _scan_shared_bytes(segmented: bool, thread_bytes: int = SCAN_THREAD_BYTES) -> int:
+    """Dynamic shared memory of a scan kernel's block (kernels/scan.cu SCAN_SHARED_TILE): the
+    plain tile, SCAN_BLOCK threads of ``thread_bytes``; segmented tiles stay in registers."""
+    return 0 if segmented else SCAN_BLOCK * thread_bytes
+
+
+def _allow_shared(kernel: Any, shared: int) -> Any:
+    """``kernel``, allowed ``shared`` bytes of dynamic shared memory per block (asked for when
+    they and the kernel's static shared memory pass SHARED_WITHOUT_OPT_IN; once per kernel: the
+    attribute stays)."""
+    if (shared + kernel.shared_size_bytes > SHARED_WITHOUT_OPT_IN
+            and getattr(kernel, "max_dynamic_shared_size_bytes", 0) < shared):
+        kernel.max_dynamic_shared_size_bytes = shared
+    return kernel
 
 
 class _LookbackState:
@@ -324,28 +362,33 @@ def _scan_gpu(x: Any, heads: Any, op: str, inclusive: bool) -> Any:
     heads_arg = heads if segmented else x  # unused by plain scans
     # The kernels' per-tile value is V, or Flagged<V> {V, int} (twice V's size) when segmented.
     state = 2 if segmented else 1
+    shared = _scan_shared_bytes(segmented)
     # Integer scans are exact in any association; one tile never looks back.
-    unordered = n_tiles == 1 or dtype.kind == "i" or not deterministic()
+    if dtype.kind == "i":
+        unordered = n_tiles == 1 or not ORDERED_LOOKBACK_FOR_INTEGERS
+    else:
+        unordered = n_tiles == 1 or not deterministic()
     if DETERMINISTIC_FLOAT_SCAN not in ("reduce-then-scan", "ordered-lookback"):
         raise ValueError(f"DETERMINISTIC_FLOAT_SCAN must be 'reduce-then-scan' or 'ordered-lookback', "
                          f"not {DETERMINISTIC_FLOAT_SCAN!r}")
-    if unordered or DETERMINISTIC_FLOAT_SCAN == "ordered-lookback":
+    if unordered or dtype.kind == "i" or DETERMINISTIC_FLOAT_SCAN == "ordered-lookback":
         # Descriptor words: 32 bits of the tile's value per 64-bit word (kernels/scan.cu).
         words = _lookback_state(n_tiles, state * dtype.itemsize // 4)
         kernel = kernels.function(
             f"scan_single_pass<{{V}}, {o}, {_BOOL[inclusive]}, {layout}, {_BOOL[not unordered]}>", dtype)
-        kernel((n_tiles,), (SCAN_BLOCK,), (x, heads_arg, y, np.int64(n), words))
+        _allow_shared(kernel, shared)((n_tiles,), (SCAN_BLOCK,), (x, heads_arg, y, np.int64(n), words),
+                                      shared_mem=shared)
         return y
     chunks = min(n_tiles, SCAN_CHUNKS_PER_SM * device_properties()["multiprocessors"])
     per_chunk = -(-n_tiles // chunks)
     chunks = -(-n_tiles // per_chunk)
     totals = cupy.empty(chunks * state, dtype)
-    kernels.function(f"scan_chunk_totals<{{V}}, {o}, {layout}>", dtype)(
-        (chunks,), (SCAN_BLOCK,), (x, heads_arg, np.int64(n), np.int64(per_chunk), totals))
+    _allow_shared(kernels.function(f"scan_chunk_totals<{{V}}, {o}, {layout}>", dtype), shared)(
+        (chunks,), (SCAN_BLOCK,), (x, heads_arg, np.int64(n), np.int64(per_chunk), totals), shared_mem=shared)
     kernels.function(f"scan_totals<{{V}}, {o}, {_BOOL[segmented]}>", dtype)(
         (1,), (SCAN_BLOCK,), (totals, np.int64(chunks)))
-    kernels.function(f"scan_chunks<{{V}}, {o}, {_BOOL[inclusive]}, {layout}>", dtype)(
-        (chunks,), (SCAN_BLOCK,), (x, heads_arg, y, np.int64(n), np.int64(per_chunk), totals))
+    _allow_shared(kernels.function(f"scan_chunks<{{V}}, {o}, {_BOOL[inclusive]}, {layout}>", dtype), shared)(
+        (chunks,), (SCAN_BLOCK,), (x, heads_arg, y, np.int64(n), np.int64(per_chunk), totals), shared_mem=shared)
     return y
 
 
@@ -584,6 +627,7 @@ __all__ = [
     "exclusive_scan",
     "histogram",
     "inclusive_scan",
+    "ordered_scan_twin",
     "reduce",
     "segmented_reduce",
     "segmented_scan",

@@ -7,6 +7,8 @@ compare them with the twin and with NumPy, and check bitwise run-to-run reproduc
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -135,10 +137,9 @@ def test_int32_scan_wraps_like_numpy():
     assert P.inclusive_scan(x).dtype == np.int32
 
 
-def test_scan_constants_mirror_the_kernel():
-    """primitives.py's copies of kernels/scan.cu's shaping constants, and the association
-    twin's defaults, agree with the kernel (the sweep script and tuning edit scan.cu)."""
-    import inspect
+def test_scan_constants_mirror_the_kernel(rng):
+    """primitives.py's copies of kernels/scan.cu's shaping constants agree with the kernel (the
+    sweep script and tuning edit scan.cu), and ordered_scan_twin hands them to the twin."""
     import re
 
     from sparsegpu._kernels import kernel_dir
@@ -150,10 +151,9 @@ def test_scan_constants_mirror_the_kernel():
 
     for name in ("SCAN_BLOCK", "SCAN_THREAD_BYTES", "SCAN_SEGMENTED_THREAD_BYTES", "LOOKBACK_WARPS", "SCAN_CHUNKS_PER_SM"):
         assert getattr(P, name) == constant(name), name
-    defaults = inspect.signature(twin.ordered_lookback_scan).parameters
-    assert defaults["block"].default == P.SCAN_BLOCK
-    assert defaults["thread_bytes"].default == P.SCAN_THREAD_BYTES
-    assert defaults["span"].default == 32 * P.LOOKBACK_WARPS
+    x = random_values(rng, 40 * P.SCAN_BLOCK * P.SCAN_THREAD_BYTES // 8 + 3, np.dtype(np.float64))
+    want = twin.ordered_lookback_scan(x, block=P.SCAN_BLOCK, thread_bytes=P.SCAN_THREAD_BYTES, span=32 * P.LOOKBACK_WARPS)
+    assert_same_bits(P.ordered_scan_twin(x), want)
 
 
 def tile_prefixes_by_lanes(totals, span):
@@ -189,7 +189,7 @@ def tile_prefixes_by_lanes(totals, span):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("span", [32, 64, 256])
+@pytest.mark.parametrize("span", [32, 64, 96, 128, 192, 256])
 def test_ordered_tile_prefixes_follow_the_kernel(rng, dtype, span):
     """The vectorised twin of the tile prefixes, bit for bit against the lane-by-lane
     statement of the kernel, across several rounds of the span (and a ragged last round)."""
@@ -202,10 +202,46 @@ def test_ordered_tile_prefixes_follow_the_kernel(rng, dtype, span):
 def test_ordered_lookback_twin_is_a_scan(rng, dtype, n):
     """The association twin of the GPU's reproducible float scan is a scan within the bound."""
     x = random_values(rng, n, np.dtype(dtype))
-    assert_scan(twin.ordered_lookback_scan(x), x)
-    assert_scan(twin.ordered_lookback_scan(x, inclusive=False), x, inclusive=False)
+    assert_scan(P.ordered_scan_twin(x), x)
+    assert_scan(P.ordered_scan_twin(x, inclusive=False), x, inclusive=False)
     whole = np.arange(n, dtype=dtype) % 7  # small integers: every association gives the same sums
-    np.testing.assert_array_equal(twin.ordered_lookback_scan(whole), np.cumsum(whole, dtype=dtype))
+    np.testing.assert_array_equal(P.ordered_scan_twin(whole), np.cumsum(whole, dtype=dtype))
+
+
+# (look-back warps, bytes per thread) of scan_single_pass that the tests build: every span at the
+# default tile, and the larger tiles (48 and 64 KiB) at two spans.
+LOOKBACK_VARIANTS = [(1, 128), (2, 128), (4, 128), (6, 128), (8, 128), (4, 192), (8, 192), (4, 256), (8, 256)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("warps, thread_bytes", LOOKBACK_VARIANTS)
+def test_ordered_lookback_twin_is_a_scan_for_every_variant(rng, dtype, warps, thread_bytes):
+    """Any span and tile: still a scan within the bound, and exact on small integers, over two
+    rounds of the span and a ragged last tile."""
+    span = 32 * warps
+    n = (2 * span + 5) * 256 * thread_bytes // np.dtype(dtype).itemsize + 7
+    x = random_values(rng, n, np.dtype(dtype))
+    knobs = dict(block=256, thread_bytes=thread_bytes, span=span)
+    assert_scan(twin.ordered_lookback_scan(x, **knobs), x)
+    assert_scan(twin.ordered_lookback_scan(x, False, **knobs), x, inclusive=False)
+    whole = (np.arange(n) % 7 == 0).astype(dtype)  # sums of 0 and 1 below 2^24: exact in any association
+    np.testing.assert_array_equal(twin.ordered_lookback_scan(whole, **knobs), np.cumsum(whole, dtype=dtype))
+
+
+def test_ordered_lookback_twin_association_depends_on_the_span(rng):
+    """Told the wrong span, the twin gives other bits: why every caller must pass the kernel's."""
+    x = random_values(rng, 600 * 4096 + 1, np.dtype(np.float64))  # 601 tiles of 4096 doubles
+    by_span = {span: twin.ordered_lookback_scan(x, block=256, thread_bytes=128, span=span) for span in (128, 256)}
+    assert by_span[128][: 129 * 4096].tobytes() == by_span[256][: 129 * 4096].tobytes()  # tiles 0..128 agree
+    assert by_span[128].tobytes() != by_span[256].tobytes()
+
+
+def test_ordered_lookback_twin_checks_its_knobs():
+    x = np.ones(10)
+    with pytest.raises(ValueError, match="span"):
+        twin.ordered_lookback_scan(x, block=256, thread_bytes=128, span=100)
+    with pytest.raises(ValueError, match="thread_bytes"):
+        twin.ordered_lookback_scan(x, block=256, thread_bytes=24, span=256)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -426,7 +462,7 @@ def test_gpu_scans(rng, dtype, n, float_scan):
             np.testing.assert_array_equal(to_numpy(got), fn(x))  # the twin, exactly
         else:
             if float_scan == "ordered-lookback":  # the association twin, bit for bit
-                assert_same_bits(got, twin.ordered_lookback_scan(x, inclusive))
+                assert_same_bits(got, P.ordered_scan_twin(x, inclusive))
             poison_pool(x.nbytes)
             assert to_numpy(fn(xd)).tobytes() == to_numpy(got).tobytes(), "not bitwise reproducible"
             with sparsegpu.options(deterministic=False):
@@ -444,9 +480,78 @@ def test_gpu_float_scans_bitwise_reproducible(rng, dtype, float_scan):
     first = to_numpy(P.inclusive_scan(xd))
     assert_scan(first, x)
     if float_scan == "ordered-lookback":
-        assert_same_bits(first, twin.ordered_lookback_scan(x))
+        assert_same_bits(first, P.ordered_scan_twin(x))
     for _ in range(10):
         assert to_numpy(P.inclusive_scan(xd)).tobytes() == first.tobytes()
+
+
+@functools.cache
+def lookback_variant_kernels():
+    """scan_single_pass (plain, inclusive, 16-byte vectors) at each of LOOKBACK_VARIANTS, named
+    through its template parameters: the floats ordered, int32 ordered and unordered."""
+    from sparsegpu._kernels import KernelFile
+
+    def expression(ordered, warps, thread_bytes):
+        return f"scan_single_pass<{{V}}, sg::Sum<{{V}}>, true, false, true, {str(ordered).lower()}, {warps}, {thread_bytes}>"
+
+    floats = KernelFile("scan.cu", [expression(True, w, b) for w, b in LOOKBACK_VARIANTS], (np.float32, np.float64), (np.int32,))
+    ints = KernelFile("scan.cu", [expression(o, w, b) for w, b in LOOKBACK_VARIANTS for o in (True, False)],
+                      (np.int32,), (np.int32,))
+    for test_only in (floats, ints):  # not what the library launches (CI instantiates the registry)
+        KernelFile.registry.remove(test_only)
+    return floats, ints, expression
+
+
+def scan_variant(xd, ordered, warps, thread_bytes):
+    """An inclusive sum-scan of xd by one scan_single_pass variant, launched as primitives.py
+    launches its own (the look-back state of the stream, the tile in dynamic shared memory)."""
+    import cupy
+
+    floats, ints, expression = lookback_variant_kernels()
+    n = xd.size
+    n_tiles = -(-n // (P.SCAN_BLOCK * thread_bytes // xd.dtype.itemsize))
+    y = cupy.full(n, np.nan if xd.dtype.kind == "f" else -7, dtype=xd.dtype)
+    shared = P._scan_shared_bytes(False, thread_bytes)
+    kernel = (floats if xd.dtype.kind == "f" else ints).function(expression(ordered, warps, thread_bytes), xd.dtype)
+    words = P._lookback_state(n_tiles, xd.dtype.itemsize // 4)
+    P._allow_shared(kernel, shared)((n_tiles,), (P.SCAN_BLOCK,), (xd, xd, y, np.int64(n), words), shared_mem=shared)
+    return y
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("warps, thread_bytes", LOOKBACK_VARIANTS)
+def test_gpu_ordered_lookback_every_span_is_its_twin(rng, warps, thread_bytes):
+    """Each look-back span (1 to 8 polling warps) and tile size: float scans bitwise the twin
+    told the same span and tile, three runs alike; int32 exact through either look-back.
+    2^23 + 3 elements: 513 to 2049 tiles, two or more rounds of the widest span."""
+    knobs = dict(block=P.SCAN_BLOCK, thread_bytes=thread_bytes, span=32 * warps)
+    for dtype in (np.float32, np.float64):
+        x = random_values(rng, 2**23 + 3, np.dtype(dtype))
+        xd = device(x)
+        first = to_numpy(scan_variant(xd, True, warps, thread_bytes))
+        assert_same_bits(first, twin.ordered_lookback_scan(x, **knobs))
+        for _ in range(2):
+            assert to_numpy(scan_variant(xd, True, warps, thread_bytes)).tobytes() == first.tobytes(), "not reproducible"
+    x = random_values(rng, 2**23 + 3, np.dtype(np.int32))
+    xd = device(x)
+    for ordered in (True, False):
+        np.testing.assert_array_equal(to_numpy(scan_variant(xd, ordered, warps, thread_bytes)), np.cumsum(x, dtype=np.int32))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_gpu_integer_scans_through_the_ordered_lookback(rng, dtype, monkeypatch):
+    """ORDERED_LOOKBACK_FOR_INTEGERS: plain and segmented integer scans stay exact."""
+    monkeypatch.setattr(P, "ORDERED_LOOKBACK_FOR_INTEGERS", True)
+    for n in GPU_SIZES + [2**22 + 3]:
+        x = random_values(rng, n, np.dtype(dtype))
+        xd = device(x)
+        for inclusive, fn in ((True, P.inclusive_scan), (False, P.exclusive_scan)):
+            poison_pool(x.nbytes)
+            np.testing.assert_array_equal(to_numpy(fn(xd)), fn(x))
+        if n:
+            offsets = random_offsets(rng, n, max(n // 50, 1))
+            np.testing.assert_array_equal(to_numpy(P.segmented_scan(xd, device(offsets))), P.segmented_scan(x, offsets))
 
 
 @pytest.mark.gpu
@@ -479,7 +584,7 @@ def test_gpu_scan_2_27_float32_is_its_twin(rng):
     """The default float scan at 2^27: the association twin's bits, twice."""
     x = rng.standard_normal(2**27, dtype=np.float32)
     xd = device(x)
-    want = twin.ordered_lookback_scan(x)
+    want = P.ordered_scan_twin(x)
     assert_same_bits(P.inclusive_scan(xd), want)
     assert_same_bits(P.inclusive_scan(xd), want)
 
@@ -505,7 +610,7 @@ def test_gpu_scan_lookback_state_survives_reuse(rng):
                     x = random_values(rng, n, np.dtype(dtype))
                     np.testing.assert_array_equal(to_numpy(P.inclusive_scan(device(x))), np.cumsum(x, dtype=dtype))
                 x = random_values(rng, n, np.dtype(np.float64))
-                assert_same_bits(P.exclusive_scan(device(x)), twin.ordered_lookback_scan(x, inclusive=False))
+                assert_same_bits(P.exclusive_scan(device(x)), P.ordered_scan_twin(x, inclusive=False))
                 offsets = random_offsets(rng, n, max(n // 50, 1))
                 xi = random_values(rng, n, np.dtype(np.int64))
                 np.testing.assert_array_equal(to_numpy(P.segmented_scan(device(xi), device(offsets))),

@@ -39,12 +39,14 @@ def exclusive_scan(x: np.ndarray, op: str = "sum") -> np.ndarray:
     return y
 
 
-def ordered_lookback_scan(x: np.ndarray, inclusive: bool = True, block: int = 256, thread_bytes: int = 128,
-                          span: int = 256) -> np.ndarray:
+def ordered_lookback_scan(x: np.ndarray, inclusive: bool = True, *, block: int, thread_bytes: int,
+                          span: int) -> np.ndarray:
     """Sum-scan with the exact association of kernels/scan.cu's single pass (``scan_single_pass``,
-    plain, ORDERED): bitwise the GPU's default float scan, and its float32 / float64 results
-    on any machine. The defaults are scan.cu's SCAN_BLOCK, SCAN_THREAD_BYTES and
-    32 * LOOKBACK_WARPS (sparsegpu.primitives mirrors them).
+    plain, ORDERED) with tiles of ``block`` threads x ``thread_bytes`` and a look-back span of
+    ``span`` tiles (32 x its polling warps): bitwise that kernel's float32 / float64 results, on
+    any machine. No defaults, so a caller cannot silently assume the kernel's knobs:
+    :func:`sparsegpu.primitives.ordered_scan_twin` passes the library's (SCAN_BLOCK,
+    SCAN_THREAD_BYTES, 32 * LOOKBACK_WARPS).
 
     Tiles of ``block`` threads x ``thread_bytes`` of items; per thread a left fold of its items;
     per warp a Hillis-Steele scan of the thread totals (shuffle-up distances 1, 2, ..., 16);
@@ -53,9 +55,13 @@ def ordered_lookback_scan(x: np.ndarray, inclusive: bool = True, block: int = 25
     a_{t-1}] by a fixed tree, P_t = E_t + a_t, P_0 = a_0. Then each thread adds its items one by
     one to E_t + its in-tile prefix (tile 0: to its in-tile prefix). Items past the end are 0.
 
-    >>> ordered_lookback_scan(np.array([1.0, 2.0, 3.0])).tolist()
+    >>> ordered_lookback_scan(np.array([1.0, 2.0, 3.0]), block=256, thread_bytes=128, span=256).tolist()
     [1.0, 3.0, 6.0]
     """
+    if span <= 0 or span % 32:
+        raise ValueError(f"span must be a positive multiple of 32 (32 x the polling warps), got {span}")
+    if block <= 0 or block % 32 or thread_bytes <= 0 or thread_bytes % 16:
+        raise ValueError(f"block must be whole warps and thread_bytes whole 16-byte vectors, got {block} and {thread_bytes}")
     dtype, n = x.dtype, x.size
     if n == 0:
         return x.copy()
@@ -93,7 +99,7 @@ def ordered_lookback_scan(x: np.ndarray, inclusive: bool = True, block: int = 25
     return np.ascontiguousarray(out).reshape(-1)[:n]
 
 
-def ordered_tile_prefixes(totals: np.ndarray, span: int = 256) -> np.ndarray:
+def ordered_tile_prefixes(totals: np.ndarray, span: int) -> np.ndarray:
     """The exclusive tile prefixes E_t of kernels/scan.cu's ordered look-back, from the tile
     totals a_t (E_0 = 0; the kernel's tile 0 uses none).
 
