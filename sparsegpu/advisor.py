@@ -16,29 +16,44 @@ row is that long). The host then reads only the bins up to the longest row, so i
 grow with the matrix. The CPU backend fills the same buffer with the NumPy twin
 (sparsegpu/reference/stats.py), so both backends give identical statistics.
 
-The model, per format f:
+The model, per format f, for ``A @ x`` timed back to back (the host issues the next call while
+the device runs this one, so the slower of the two sets the pace):
 
-    time_f = call_f + (launches_f - 1) * t_launch
-             + max(bytes_f / (efficiency_f * copy_bandwidth), serial_steps_f * t_step)
+    time_f   = max(host_f, device_f)
+    host_f   = call_f + (launches_f - 1) * t_launch + allocations_f * t_alloc
+    device_f = launches_f * t_kernel
+               + max(bytes_f / (e_f * efficiency_f * copy_bandwidth) + gathers / gather_bandwidth,
+                     (chain_f + unit_round_loads * unit_rounds_f) * t_load)
+    gathers  = nnz * SECTOR_BYTES * d / (d + GATHER_WINDOW_BYTES),  d = mean |i - j| * value bytes
 
-- ``bytes_f``: what format f's kernel reads and writes, padding included (stored values and
-  indices, pointers or permutations, x once, y once);
-- ``launches_f``: kernel launches per product (COO and HYB's overflow reduce in a tree of
-  launches; CSR adds two when it has rows past the sub-warp limit);
-- ``serial_steps_f``: the longest chain of loop steps one thread runs (a row's length for ELL,
-  JDS and SELL, which give a row one thread; bounded for CSR and COO, which split long rows);
-- ``call_f``: the fixed cost of one product in format f (the Python call, its first launch,
-  any workspace it allocates);
-- ``t_launch``, ``t_step``, ``copy_bandwidth``, ``call_f`` and ``efficiency_f`` are
-  calibrated on a GPU by ``scripts/calibrate_advisor.py`` from measured SpMV times over the
-  real and generated matrices; the fit and its measurements are kept in
+- ``call_f``: the host's fixed cost of one product in format f (the Python call and its first
+  launch); ``launches_f`` and ``allocations_f``: the kernel launches and device arrays of one
+  product (CSR adds two launches and an array when it has rows past the sub-warp limit; COO
+  scales y, then reduces in a tree of launches with two fresh carry arrays per level; HYB's
+  overflow is such a tree after its ELL launch). Most real matrices fit in L2 and take 14-30 us
+  in any format: there these counts decide, unless a serial chain is longer.
+- ``bytes_f``: what format f's kernel streams, padding included (stored values and indices,
+  pointers or permutations, x once, y once); ``gathers``: the L2 sectors of x moved by gathers
+  that miss L1, the same for every format (near the diagonal a block's x stays in L1).
+- ``chain_f``: the longest chain of dependent loads one thread runs: a round of 4 slots loads
+  indices, then the x they name (JDS first reads the diagonals' bounds). A thread walks a whole
+  row in ELL, JDS and SELL's direct mode, up to 64 sub-warp steps in CSR (then chunks), a tile
+  per tree level in COO.
+- SELL: :func:`sell_layout` predicts what its conversion builds, through sell.py's own rules
+  (choose_sigma, choose_split): sigma, the slots, ``split``, the longest row's parts, the units
+  and the mode. In ``"units"`` mode (slices wider than ``split`` or hot columns) groups of 32
+  threads take the units in one persistent launch: the chain is the units per group times the
+  slice bounds, ``unit_rounds_f`` rounds of at most ``split`` slots (their loads per round
+  fitted: ``unit_round_loads``) and a part's partial and ticket, then the longest row's partials
+  added SELL_PARTS_IN_FLIGHT at a time; ``e_f`` = SELL_UNITS_EFFICIENCY for its bookkeeping
+  (1 for every other format and mode).
+- Fitted on a GPU by ``scripts/calibrate_advisor.py fit`` (least squares on log time, soft L1
+  against bursts of host load) from measured SpMV times over the real and generated matrices:
+  ``call_f`` and ``efficiency_f`` per format (keys ``call_us``, ``efficiency``), ``t_launch``
+  (``launch_us``), ``t_alloc`` (``alloc_us``), ``t_kernel`` (``kernel_us``),
+  ``gather_bandwidth`` (``gather_GBps``), ``t_load`` (``load_ns``) and ``unit_round_loads``;
+  ``copy_bandwidth`` (``copy_GBps``) is measured with them. The fit and its source are kept in
   ``sparsegpu/advisor_calibration.json``.
-
-SELL is modelled in its direct mode (sparsegpu.formats.sell): a thread per row, and the padding
-of slices of C rows in their original order (the conversion's sort by length, in windows of 256
-rows or globally, pads no more). The parts and staged columns its conversion adds for long rows
-are not modelled, so on power-law matrices its estimate is pessimistic. The advice passes only
-C; the conversion's own rules choose sigma, split and the hot columns.
 
 Conversion costs (in CSR SpMV times) come from the same calibration, so ``n_spmv`` can weigh
 whether converting pays off. ``autotune=True`` measures every candidate on the device.
@@ -60,8 +75,9 @@ from typing import Any
 import numpy as np
 
 from sparsegpu._kernels import KernelFile, device_properties
+from sparsegpu.formats import sell
 from sparsegpu.formats._base import SparseMatrix, as_scipy_sparse
-from sparsegpu.formats._compressed import LONG_CHUNK, long_row_limit, threads_per_row
+from sparsegpu.formats._compressed import LONG_BLOCK, LONG_CHUNK, long_row_limit, threads_per_row
 from sparsegpu.formats.coo import TILE as COO_TILE
 from sparsegpu.formats.ell import DEFAULT_MAX_FILL
 from sparsegpu.formats.sell import DEFAULT_C
@@ -132,10 +148,12 @@ class Estimate:
 
     bytes: int
     launches: int
-    serial_steps: int
+    serial_steps: int  # dependent loads on the longest chain of one thread
     time_us: float
     params: dict[str, Any] = field(default_factory=dict)
     refused: str | None = None  # why the format would refuse the matrix
+    host_us: float = 0.0  # the host's share: the call, its launches and allocations
+    device_us: float = 0.0  # the device's share: kernel starts, then streaming or the serial chain
 
 
 @dataclass
@@ -492,10 +510,80 @@ def _summarise(head: np.ndarray, longer: np.ndarray, shape: tuple[int, int], nnz
 
 # --------------------------------------------------------------------------- the model
 
+#: Loads a thread keeps in flight per round of its loop: kernels/spmv_ell.cu PADDED_UNROLL (ELL,
+#: SELL), spmv_jds.cu JDS_UNROLL, and spmv_csr.cu's four entries per step.
+ROUND_SLOTS = 4
+#: kernels/spmv_sell.cu PARTS_IN_FLIGHT: partial sums the last part of a row loads at once.
+SELL_PARTS_IN_FLIGHT = 8
+#: SELL's unit loop streams at this share of its direct kernel's rate: its bookkeeping cost
+#: regular matrices 15-20% of their bandwidth (sparsegpu/formats/sell.py).
+SELL_UNITS_EFFICIENCY = 0.85
+#: A gather of x that misses the SM's L1 moves one L2 sector of this many bytes.
+SECTOR_BYTES = 32
+#: Share of gathers that miss L1: d / (d + GATHER_WINDOW_BYTES), d = the mean |i - j| in bytes of
+#: x; a block's neighbourhood of x stays in L1 (256 KiB per SM on the H100/H200) when entries
+#: sit near the diagonal (stencils, meshes, bands), and every gather moves a sector when they are
+#: spread over x (random and power-law graphs).
+GATHER_WINDOW_BYTES = 256 * 1024
+
+
+@dataclass
+class SellLayout:
+    """What SELL's conversion would build from this matrix with C = DEFAULT_C, predicted from the
+    statistics by its own rules (sparsegpu/formats/sell.py)."""
+
+    sigma: int
+    slots: int  # stored slots, padding included
+    split: int
+    parts_of_longest: int  # parts of the longest row's slice (1: not split)
+    units: int  # slices and parts the unit loop takes
+    hot: bool  # whether columns of x would be staged in shared memory
+    mode: str  # "direct" or "units" (SELL.mode)
+
+
+def sell_layout(stats: MatrixStats) -> SellLayout:
+    """SELL's layout from the statistics, through sell.py's rules (choose_sigma, choose_split).
+
+    Sorted by length, a slice of C rows pads about C / 2 times its first length minus its last,
+    and these telescope: a window of rows sorted together pads about C / 2 times its longest
+    row minus its shortest. So windows of 256 rows pad about C / 2 (p99 - shortest) each (a
+    window's longest of 256 rows is about the 99th percentile), plus C - 1 times the longest row
+    past p99 in its window; choose_sigma is asked with that (at most the unsorted slots,
+    ``sell_fill``). Sorted globally, the slots are bounded by C - 1 times the longest row minus
+    the shortest. The longest row's slice is the widest for any sigma, so it is split when that
+    row is longer than ``split``. Hot columns need columns gathered HOT_MIN_GATHERS times, which
+    the row statistics do not give: a row that long stands for such a column (exact for
+    symmetric structure).
+
+    >>> import scipy.sparse as sp
+    >>> layout = sell_layout(matrix_stats(sp.csr_array(sp.eye_array(40)), backend="cpu"))
+    >>> layout.sigma, layout.slots, layout.split, layout.mode
+    (256, 64, 32, 'direct')
+    """
+    C, m, nnz = DEFAULT_C, stats.rows, stats.nnz
+    slices = -(-m // C)
+    unsorted = round(nnz * (1 + stats.sell_fill))
+    p99 = stats.row_quantiles["p99"]
+    windows = -(-m // sell.DEFAULT_SIGMA)
+    # The last slice's lanes past the rows are padded to its width, about the shortest row.
+    past_rows = (slices * C - m) * stats.row_min
+    in_windows = nnz + windows * C // 2 * (p99 - stats.row_min) + (C - 1) * (stats.row_max - p99) + past_rows
+    slots = min(unsorted, in_windows)
+    sigma = sell.choose_sigma(m, nnz, slots)
+    if sigma != sell.DEFAULT_SIGMA:
+        slots = min(unsorted, nnz + (C - 1) * (stats.row_max - stats.row_min) + past_rows)
+    split = sell.choose_split(slots, C)
+    is_split = 0 < split < stats.row_max
+    parts = -(-stats.row_max // split) if is_split else 1
+    hot = stats.row_max >= sell.HOT_MIN_GATHERS
+    units = slices + (-(-slots // (C * split)) if is_split else 0)
+    return SellLayout(sigma=sigma, slots=slots, split=split, parts_of_longest=parts, units=units, hot=hot,
+                      mode="units" if is_split or hot else "direct")
+
 
 def _coo_launches(entries: int) -> int:
     """Launches of the COO segmented-reduction tree over ``entries`` (each tile of COO_TILE
-    entries leaves two carries for the next launch)."""
+    entries leaves two carries for the next launch, in two fresh arrays)."""
     launches = 0
     while entries:
         launches += 1
@@ -504,42 +592,104 @@ def _coo_launches(entries: int) -> int:
     return launches
 
 
-def estimates(stats: MatrixStats, model: dict[str, Any] | None = None) -> dict[str, Estimate]:
-    """The model's estimate for every candidate format (see the module docstring)."""
-    model = model or calibration()
-    v, i = stats.value_bytes, stats.index_bytes
-    m, n, nnz = stats.rows, stats.cols, stats.nnz
+@dataclass
+class _Shape:
+    """One format's counts on one matrix, before the calibrated constants."""
+
+    bytes: int  # streamed: stored slots, pointers, permutations, x once, y once
+    launches: int
+    allocations: int  # device arrays allocated per product (the COO tree's carries, CSR's chunk partials)
+    chain: int  # the longest chain of dependent loads one thread runs, besides SELL's unit rounds
+    unit_rounds: int = 0  # SELL's units mode: rounds of lane slots on that chain (their loads are fitted)
+    efficiency: float = 1.0  # structural share of the format's fitted streaming efficiency
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def _shapes(stats: MatrixStats) -> dict[str, _Shape]:
+    """Each candidate's counts (see the module docstring). A chain counts dependent loads: a
+    round of ROUND_SLOTS slots loads the indices, then the x they name (JDS first reads the
+    diagonals' bounds, which say which slots the row has)."""
+    s = stats
+    v, i = s.value_bytes, s.index_bytes
+    m, n, nnz = s.rows, s.cols, s.nnz
     vectors = n * v + m * v
-    slices = -(-m // DEFAULT_C)
-    tpr = threads_per_row(stats.row_mean)
+    overflow = round(nnz * (1 - s.hyb_ell_fraction))
+    coo_tree, hyb_tree = _coo_launches(nnz), _coo_launches(overflow)
+    tile_chain = 2 * (COO_TILE // 32)  # a warp walks its tile 32 entries at a time: rows and columns, then x
+    # CSR: a sub-warp of `tpr` lanes per row up to `limit` entries (indptr, then rounds); longer
+    # rows go to chunks of LONG_CHUNK entries, LONG_CHUNK / LONG_BLOCK a thread, and a warp per
+    # row adds its chunks' partials: two more launches, run after each other, and the partials'
+    # array.
+    tpr = threads_per_row(s.row_mean)
     limit = long_row_limit(tpr)
-    overflow = round(nnz * (1 - stats.hyb_ell_fraction))
-    shapes: dict[str, tuple[int, int, int, dict[str, Any]]] = {
-        # format: (bytes, launches, serial steps, params)
-        # CSR's row kernel takes four entries per step; long rows go to chunks of
-        # LONG_CHUNK / 256 entries per thread in two more launches.
-        "csr": (nnz * (v + i) + (m + 1) * i + vectors, 1 + 2 * bool(stats.csr_long_rows),
-                max(-(-min(stats.row_max, limit) // (4 * tpr)), LONG_CHUNK // 256 if stats.csr_long_rows else 0), {}),
-        "coo": (nnz * (v + 2 * i) + vectors + m * v, 1 + _coo_launches(nnz), COO_TILE // 32, {}),
-        "ell": (m * stats.row_max * (v + i) + vectors, 1, stats.row_max, {}),
-        "hyb": (m * stats.hyb_width * (v + i) + overflow * (v + 2 * i) + vectors,
-                1 + _coo_launches(overflow), max(stats.hyb_width, COO_TILE // 32 if overflow else 0),
-                {"width": stats.hyb_width}),
-        "jds": (nnz * (v + i) + (stats.row_max + 1) * i + m * i + vectors, 1, stats.row_max, {}),
-        "sell": (round(nnz * (1 + stats.sell_fill)) * (v + i) + (slices + 1) * i + m * i + vectors, 1,
-                 stats.row_max, {"C": DEFAULT_C}),
+    long = bool(s.csr_long_rows)
+    csr_chain = 1 + 2 * -(-min(s.row_max, limit) // (ROUND_SLOTS * tpr))
+    if long:  # a chunk's slot, row and bounds, its loads, the block's sum; then the partials a lane adds
+        csr_chain += 3 + 2 * (LONG_CHUNK // LONG_BLOCK) + 2 + -(-s.row_max // LONG_CHUNK) // 32
+    layout = sell_layout(s)
+    slices = -(-m // DEFAULT_C)
+    sell_bytes = layout.slots * (v + i) + (slices + 1) * 8 + m * i + vectors
+    sell_rounds = 0
+    if layout.mode == "direct":  # slice_ptr, the rounds, perm
+        sell_chain, sell_efficiency = 2 + 2 * -(-s.row_max // ROUND_SLOTS), 1.0
+    else:
+        # Units round after round over the resident groups (one block of SELL_HOT_BLOCK threads
+        # per SM with hot columns, SELL_BLOCKS_PER_SM blocks of SELL_BLOCK otherwise), each at
+        # most `split` slots a lane after its slice's bounds (and, for a part, the part list);
+        # a part writes its partial and takes a ticket; the longest row's last part then adds
+        # its partials, SELL_PARTS_IN_FLIGHT at a time.
+        threads_per_sm = sell.SELL_HOT_BLOCK if layout.hot else sell.SELL_BLOCK * sell.SELL_BLOCKS_PER_SM
+        groups = sell.SPLIT_GROUPS * threads_per_sm // (sell.SELL_BLOCK * sell.SELL_BLOCKS_PER_SM)
+        lane = min(layout.split, s.row_max)
+        is_split = layout.parts_of_longest > 1
+        units_per_group = -(-layout.units // groups)
+        sell_rounds = units_per_group * -(-lane // ROUND_SLOTS)
+        sell_chain = (units_per_group * (2 + 2 * is_split) + 1
+                      + (-(-layout.parts_of_longest // SELL_PARTS_IN_FLIGHT) if is_split else 0))
+        sell_efficiency = SELL_UNITS_EFFICIENCY
+        if is_split:  # each part's lanes write a partial and a ticket, read back once
+            sell_bytes += 2 * (layout.units - slices) * DEFAULT_C * (v + 4)
+    return {
+        "csr": _Shape(nnz * (v + i) + (m + 1) * i + vectors, 1 + 2 * long, int(long), csr_chain),
+        # COO: y scaled first (one launch), then the tree.
+        "coo": _Shape(nnz * (v + 2 * i) + vectors + m * v, 1 + coo_tree, 2 * max(coo_tree - 1, 0),
+                      coo_tree * tile_chain),
+        "ell": _Shape(m * s.row_max * (v + i) + vectors, 1, 0, 2 * -(-s.row_max // ROUND_SLOTS)),
+        "hyb": _Shape(m * s.hyb_width * (v + i) + overflow * (v + 2 * i) + vectors, 1 + hyb_tree,
+                      2 * max(hyb_tree - 1, 0), 2 * -(-s.hyb_width // ROUND_SLOTS) + hyb_tree * tile_chain,
+                      params={"width": s.hyb_width}),
+        "jds": _Shape(nnz * (v + i) + (s.row_max + 1) * 8 + m * i + vectors, 1, 0,
+                      1 + 3 * -(-s.row_max // ROUND_SLOTS)),
+        "sell": _Shape(sell_bytes, 1, 0, sell_chain, sell_rounds, sell_efficiency, params={"C": DEFAULT_C}),
     }
-    out = {}
+
+
+def estimates(stats: MatrixStats, model: dict[str, Any] | None = None) -> dict[str, Estimate]:
+    """The model's estimate for every candidate format (see the module docstring).
+
+    >>> import scipy.sparse as sp
+    >>> est = estimates(matrix_stats(sp.csr_array(sp.eye_array(40)), backend="cpu"))
+    >>> sorted(est) == sorted(CANDIDATES), all(e.time_us >= e.host_us > 0 for e in est.values())
+    (True, True)
+    """
+    model = model or calibration()
     bandwidth = model["copy_GBps"] * 1e3  # bytes per microsecond
-    for name, (nbytes, launches, steps, params) in shapes.items():
-        streaming = nbytes / (model["efficiency"][name] * bandwidth)
-        time_us = (model["call_us"][name] + (launches - 1) * model["launch_us"]
-                   + max(streaming, steps * model["step_ns"] / 1e3))
+    v = stats.value_bytes
+    far = stats.mean_distance * v / (stats.mean_distance * v + GATHER_WINDOW_BYTES)
+    gathers_us = stats.nnz * far * SECTOR_BYTES / (model["gather_GBps"] * 1e3)
+    out = {}
+    for name, shape in _shapes(stats).items():
+        streaming = shape.bytes / (shape.efficiency * model["efficiency"][name] * bandwidth) + gathers_us
+        host = (model["call_us"][name] + (shape.launches - 1) * model["launch_us"]
+                + shape.allocations * model["alloc_us"])
+        chain = shape.chain + model["unit_round_loads"] * shape.unit_rounds
+        device = shape.launches * model["kernel_us"] + max(streaming, chain * model["load_ns"] / 1e3)
         refused = None
         if name == "ell" and stats.ell_fill > DEFAULT_MAX_FILL:
             refused = f"padding {stats.ell_fill:.1f} per entry exceeds ELL's limit {DEFAULT_MAX_FILL}"
-        out[name] = Estimate(bytes=int(nbytes), launches=launches, serial_steps=int(steps),
-                             time_us=time_us, params=params, refused=refused)
+        out[name] = Estimate(bytes=int(shape.bytes), launches=shape.launches, serial_steps=round(chain),
+                             time_us=max(host, device), params=shape.params, refused=refused, host_us=host,
+                             device_us=device)
     return out
 
 
@@ -551,6 +701,29 @@ def rank(est: dict[str, Estimate], allowed: list[str]) -> list[str]:
         ranking.remove("csr")
         ranking.insert(0, "csr")
     return ranking
+
+
+def _sell_reason(s: MatrixStats) -> str:
+    layout = sell_layout(s)
+    order = "sorted by length globally" if layout.sigma != sell.DEFAULT_SIGMA else \
+        f"sorted by length in windows of {layout.sigma}"
+    fill = layout.slots / s.nnz - 1 if s.nnz else 0.0
+    if layout.mode == "direct":
+        return (f"Slices of {DEFAULT_C} rows {order} pad about {fill:.2f} slots per entry (ELL would pad "
+                f"{s.ell_fill:.2f}); a thread per row, with coalesced loads, in one launch.")
+    why = (f"Rows hold up to {s.row_max} entries (mean {s.row_mean:.1f}, cv {s.row_cv:.2f}): SELL's slices of "
+           f"{DEFAULT_C} rows {order} pad about {fill:.2f} slots per entry, ")
+    if layout.parts_of_longest > 1:
+        why += (f"slices wider than {layout.split} slots are cut into parts (the longest row's into "
+                f"{layout.parts_of_longest}) that groups of {DEFAULT_C} threads sum at once and add in a fixed "
+                "order, ")
+    if layout.hot:
+        why += f"columns of x gathered at least {sell.HOT_MIN_GATHERS} times are read from shared memory, "
+    why += "all in one launch"
+    if s.csr_long_rows:
+        rows = f"{s.csr_long_rows} row" + "s" * (s.csr_long_rows != 1)
+        why += f"; CSR would need two more launches for its {rows} past its sub-warp limit"
+    return why + "."
 
 
 def _reason(choice: str, stats: MatrixStats, est: dict[str, Estimate], ranking: list[str]) -> str:
@@ -569,13 +742,18 @@ def _reason(choice: str, stats: MatrixStats, est: dict[str, Estimate], ranking: 
         "jds": ("Rows sorted by length give jagged diagonals with no padding"
                 + (f"; the matrix is {s.triangular} triangular, where JDS's sorted rows balance the work."
                    if s.triangular else ".")),
-        "sell": (f"Slices of {DEFAULT_C} rows pad at most {s.sell_fill:.2f} slots per entry before sorting rows by "
-                 f"length (ELL would pad {s.ell_fill:.2f}), with coalesced loads."),
+        "sell": _sell_reason(s),
     }[choice]
     runner = next((f for f in ranking if f != choice), None)
     if runner is not None:
         gap = est[runner].time_us / est[choice].time_us - 1
-        why += f" Next best: {runner.upper()}, predicted {gap:.0%} slower."
+        if gap >= 0:
+            why += f" Next best: {runner.upper()}, predicted {gap:.0%} slower."
+        elif choice == "csr" and est["csr"].time_us <= CSR_MARGIN * est[runner].time_us:
+            why += (f" {runner.upper()} is predicted {-gap:.0%} faster, within the model's error "
+                    f"({CSR_MARGIN - 1:.0%}), so CSR is kept: it needs no conversion.")
+        else:  # ranked by total time with conversions (n_spmv)
+            why += f" {runner.upper()} is predicted {-gap:.0%} faster per product."
     return why
 
 
@@ -619,8 +797,15 @@ def advise(A: Any, *, n_spmv: int | None = None, autotune: bool = False, backend
     return advice
 
 
+#: Autotune times the candidates in this many interleaved rounds and keeps each one's fastest
+#: round: a product of a few microseconds is paced by the host, whose speed drifts (the first
+#: format timed after a conversion ran up to twice as slow), and rounds spread that over all.
+AUTOTUNE_ROUNDS = 3
+
+
 def _autotune(csr: Any, formats: list[str], est: dict[str, Estimate]) -> tuple[dict[str, float], str]:
-    """Measured GB/s of each format's ``A @ x`` (bytes counted on stored entries only)."""
+    """Measured GB/s of each format's ``A @ x`` (bytes counted on stored entries only). Every
+    candidate is converted first and held while they are timed in turn."""
     if csr.backend != "gpu":
         raise ValueError("autotune measures on the GPU; this matrix is on the CPU backend")
     import cupy
@@ -630,14 +815,18 @@ def _autotune(csr: Any, formats: list[str], est: dict[str, Estimate]) -> tuple[d
 
     x = cupy.random.default_rng(0).standard_normal(csr.shape[1]).astype(csr.dtype)
     want = csr @ x
-    nbytes = spmv_bytes_of(csr)
-    measured = {}
+    scale = float(cupy.abs(want).max()) or 1.0
+    y = cupy.empty(csr.shape[0], csr.dtype)
+    candidates = {}
     for name in formats:
-        A = csr.asformat(name, **est[name].params)
-        y = cupy.empty(csr.shape[0], csr.dtype)
+        A = candidates[name] = csr.asformat(name, **est[name].params)
         A.spmv(x, y)
-        scale = float(cupy.abs(want).max()) or 1.0
         if float(cupy.abs(y - want).max()) > 1e-6 * scale * max(csr.shape[1], 1):
             raise RuntimeError(f"{name} gave a wrong product during autotune")
-        measured[name] = effective_gbps(nbytes, measure(lambda _: A.spmv(x, y), "gpu").seconds)
+    seconds = {name: math.inf for name in formats}
+    for _ in range(AUTOTUNE_ROUNDS):
+        for name, A in candidates.items():
+            seconds[name] = min(seconds[name], measure(lambda _, A=A: A.spmv(x, y), "gpu").seconds)
+    nbytes = spmv_bytes_of(csr)
+    measured = {name: effective_gbps(nbytes, t) for name, t in seconds.items()}
     return measured, max(measured, key=measured.__getitem__)
