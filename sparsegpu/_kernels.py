@@ -177,7 +177,8 @@ def blocks_for(work_items: int, per_block: int) -> int:
 
 @functools.cache
 def device_properties(device: int | None = None) -> dict[str, int]:
-    """The current device's multiprocessor count, L2 size and thread limits (cached)."""
+    """The current device's multiprocessor count, L2 size, thread, register and shared-memory
+    limits (cached)."""
     import cupy
 
     dev = cupy.cuda.runtime.getDevice() if device is None else device
@@ -188,8 +189,24 @@ def device_properties(device: int | None = None) -> dict[str, int]:
         "max_threads_per_block": attrs["MaxThreadsPerBlock"],
         "max_shared_per_block": attrs["MaxSharedMemoryPerBlock"],
         "max_shared_per_block_optin": attrs["MaxSharedMemoryPerBlockOptin"],
+        "max_shared_per_sm": attrs["MaxSharedMemoryPerMultiprocessor"],
+        "max_registers_per_sm": attrs["MaxRegistersPerMultiprocessor"],
         "warp_size": attrs["WarpSize"],
     }
+
+
+def allow_dynamic_shared(kernel: Any, shared: int, what: str = "the kernel") -> Any:
+    """``kernel``, allowed ``shared`` bytes of dynamic shared memory per block. Past what a block
+    gets without asking (counting the kernel's static shared memory) the kernel's attribute is
+    raised, once: it stays. ValueError naming ``what`` when the device gives a block less."""
+    needed = shared + kernel.shared_size_bytes
+    properties = device_properties()
+    if needed > properties["max_shared_per_block"] and getattr(kernel, "max_dynamic_shared_size_bytes", 0) < shared:
+        if needed > properties["max_shared_per_block_optin"]:
+            raise ValueError(f"{what} needs {needed} bytes of shared memory per block; this device gives a block "
+                             f"at most {properties['max_shared_per_block_optin']}")
+        kernel.max_dynamic_shared_size_bytes = shared
+    return kernel
 
 
 # --------------------------------------------------------------------------- CI support

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from sparsegpu._backend import deterministic, is_device_array
-from sparsegpu._kernels import KernelFile, blocks_for
+from sparsegpu._kernels import KernelFile, allow_dynamic_shared, blocks_for
 from sparsegpu.reference import primitives as twin
 
 DTYPES = tuple(np.dtype(t) for t in (np.int32, np.int64, np.float32, np.float64))
@@ -51,7 +51,6 @@ SCAN_BLOCK = 256  # SCAN_BLOCK
 SCAN_THREAD_BYTES = 256  # SCAN_THREAD_BYTES: bytes of values per thread, plain scans
 SCAN_SEGMENTED_THREAD_BYTES = 32  # SCAN_SEGMENTED_THREAD_BYTES
 LOOKBACK_WARPS = 2  # LOOKBACK_WARPS: the look-back span is 32 * LOOKBACK_WARPS tiles
-SHARED_WITHOUT_OPT_IN = 48 * 1024  # dynamic shared memory a block gets without asking for more
 SCAN_CHUNKS_PER_SM = 3  # reduce-then-scan: blocks per SM (all resident), each scanning a range of tiles
 REDUCE_BLOCK = 256  # kernels/reduce.cu REDUCE_BLOCK
 REDUCE_VECS = 4  # 16-byte vectors in flight per thread
@@ -299,16 +298,6 @@ def _scan_shared_bytes(segmented: bool, thread_bytes: int = SCAN_THREAD_BYTES) -
     return 0 if segmented else SCAN_BLOCK * thread_bytes
 
 
-def _allow_shared(kernel: Any, shared: int) -> Any:
-    """``kernel``, allowed ``shared`` bytes of dynamic shared memory per block (asked for when
-    they and the kernel's static shared memory pass SHARED_WITHOUT_OPT_IN; once per kernel: the
-    attribute stays)."""
-    if (shared + kernel.shared_size_bytes > SHARED_WITHOUT_OPT_IN
-            and getattr(kernel, "max_dynamic_shared_size_bytes", 0) < shared):
-        kernel.max_dynamic_shared_size_bytes = shared
-    return kernel
-
-
 class _LookbackState:
     """The single-pass scan's look-back state on one device and stream (kernels/scan.cu):
     a control word (epoch, ticket) and two descriptors per tile (aggregate, inclusive prefix). Zeroed once when allocated; each
@@ -376,18 +365,18 @@ def _scan_gpu(x: Any, heads: Any, op: str, inclusive: bool) -> Any:
         words = _lookback_state(n_tiles, state * dtype.itemsize // 4)
         kernel = kernels.function(
             f"scan_single_pass<{{V}}, {o}, {_BOOL[inclusive]}, {layout}, {_BOOL[not unordered]}>", dtype)
-        _allow_shared(kernel, shared)((n_tiles,), (SCAN_BLOCK,), (x, heads_arg, y, np.int64(n), words),
+        allow_dynamic_shared(kernel, shared)((n_tiles,), (SCAN_BLOCK,), (x, heads_arg, y, np.int64(n), words),
                                       shared_mem=shared)
         return y
     chunks = min(n_tiles, SCAN_CHUNKS_PER_SM * device_properties()["multiprocessors"])
     per_chunk = -(-n_tiles // chunks)
     chunks = -(-n_tiles // per_chunk)
     totals = cupy.empty(chunks * state, dtype)
-    _allow_shared(kernels.function(f"scan_chunk_totals<{{V}}, {o}, {layout}>", dtype), shared)(
+    allow_dynamic_shared(kernels.function(f"scan_chunk_totals<{{V}}, {o}, {layout}>", dtype), shared)(
         (chunks,), (SCAN_BLOCK,), (x, heads_arg, np.int64(n), np.int64(per_chunk), totals), shared_mem=shared)
     kernels.function(f"scan_totals<{{V}}, {o}, {_BOOL[segmented]}>", dtype)(
         (1,), (SCAN_BLOCK,), (totals, np.int64(chunks)))
-    _allow_shared(kernels.function(f"scan_chunks<{{V}}, {o}, {_BOOL[inclusive]}, {layout}>", dtype), shared)(
+    allow_dynamic_shared(kernels.function(f"scan_chunks<{{V}}, {o}, {_BOOL[inclusive]}, {layout}>", dtype), shared)(
         (chunks,), (SCAN_BLOCK,), (x, heads_arg, y, np.int64(n), np.int64(per_chunk), totals), shared_mem=shared)
     return y
 

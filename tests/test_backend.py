@@ -124,3 +124,33 @@ def test_modules_compiled_once_and_cached():
     props = _kernels.device_properties()
     assert props["multiprocessors"] > 0 and props["warp_size"] == 32
     assert isinstance(f1, cupy.RawKernel)
+
+
+class _StubKernel:
+    """What allow_dynamic_shared reads and writes of a CuPy Function."""
+
+    def __init__(self, static: int) -> None:
+        self.shared_size_bytes = static
+        self.max_dynamic_shared_size_bytes = 0
+        self.raised = 0
+
+    def __setattr__(self, name, value):
+        if name == "max_dynamic_shared_size_bytes" and hasattr(self, "raised"):
+            self.raised += 1
+        object.__setattr__(self, name, value)
+
+
+def test_allow_dynamic_shared_asks_once_past_the_default_and_refuses_past_the_device(monkeypatch):
+    monkeypatch.setattr(_kernels, "device_properties",
+                        lambda: {"max_shared_per_block": 48 * 1024, "max_shared_per_block_optin": 227 * 1024})
+    small = _StubKernel(static=64)
+    assert _kernels.allow_dynamic_shared(small, 32 * 1024) is small and small.raised == 0
+    exactly = _StubKernel(static=64)  # 48 KiB dynamic plus static shared memory: past the default
+    _kernels.allow_dynamic_shared(exactly, 48 * 1024)
+    assert exactly.raised == 1 and exactly.max_dynamic_shared_size_bytes == 48 * 1024
+    big = _StubKernel(static=0)
+    for _ in range(3):
+        _kernels.allow_dynamic_shared(big, 192 * 1024)
+    assert big.raised == 1 and big.max_dynamic_shared_size_bytes == 192 * 1024
+    with pytest.raises(ValueError, match="hot columns needs 233472 bytes .* at most 232448"):
+        _kernels.allow_dynamic_shared(_StubKernel(static=0), 228 * 1024, "hot columns")

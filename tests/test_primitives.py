@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import sparsegpu
 from sparsegpu import primitives as P
+from sparsegpu._kernels import allow_dynamic_shared
 from sparsegpu.reference import primitives as twin
 from tests.conftest import to_numpy
 
@@ -514,7 +515,7 @@ def scan_variant(xd, ordered, warps, thread_bytes):
     shared = P._scan_shared_bytes(False, thread_bytes)
     kernel = (floats if xd.dtype.kind == "f" else ints).function(expression(ordered, warps, thread_bytes), xd.dtype)
     words = P._lookback_state(n_tiles, xd.dtype.itemsize // 4)
-    P._allow_shared(kernel, shared)((n_tiles,), (P.SCAN_BLOCK,), (xd, xd, y, np.int64(n), words), shared_mem=shared)
+    allow_dynamic_shared(kernel, shared)((n_tiles,), (P.SCAN_BLOCK,), (xd, xd, y, np.int64(n), words), shared_mem=shared)
     return y
 
 

@@ -49,7 +49,7 @@ import numpy as np
 
 from sparsegpu import primitives
 from sparsegpu._backend import array_module, backend_of
-from sparsegpu._kernels import KernelFile, blocks_for, device_properties
+from sparsegpu._kernels import KernelFile, allow_dynamic_shared, blocks_for, device_properties
 from sparsegpu.formats._compressed import NULL_POINTER
 from sparsegpu.formats.ell import RegularMatrix, csr_from_positions, fill_slots, int_at_least, reject_params
 from sparsegpu.formats.jds import sorted_by_length
@@ -288,41 +288,21 @@ def decoded_columns(stored: Any, hot_cols: Any) -> Any:
     return cols
 
 
-_OPTED_IN: dict[int, int] = {}  # id of a kernel -> the dynamic shared memory it may use
-
-
-def _opt_in(kernel: Any, shared: int, n_hot: int, dtype: np.dtype) -> None:
-    """Let ``kernel`` use ``shared`` bytes of dynamic shared memory (past the 48 KiB a block gets
-    without asking); ValueError when the device gives a block less."""
-    import cupy
-
-    if _OPTED_IN.get(id(kernel), 0) >= shared:
-        return
-    limit = cupy.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"]
-    if shared > limit:
-        raise ValueError(f"{n_hot} hot columns of {dtype} take {shared} bytes of shared memory; this device "
-                         f"gives a block at most {limit}: rebuild with a smaller hot=")
-    kernel.max_dynamic_shared_size_bytes = shared
-    _OPTED_IN[id(kernel)] = shared
-
-
 @functools.cache
 def _resident_blocks(expression: str, value: np.dtype, index: np.dtype, threads: int, shared: int) -> int:
     """Blocks of ``threads`` threads of this kernel resident at once on the whole device with
     ``shared`` bytes of dynamic shared memory each: 2048 threads per multiprocessor at most,
     fewer when registers or shared memory run out (then a persistent launch still fits one wave)."""
-    import cupy
-
     kernel = SELL_KERNELS.function(expression, value, index)
-    attributes = cupy.cuda.Device().attributes
+    properties = device_properties()
     # Registers per block: allocated per warp, in units of 256.
     registers = -(-kernel.attributes["num_regs"] * 32 // 256) * 256 * (threads // 32)
     per_sm = min(SELL_BLOCKS_PER_SM * SELL_BLOCK // threads,
-                 attributes["MaxRegistersPerMultiprocessor"] // max(registers, 1))
+                 properties["max_registers_per_sm"] // max(registers, 1))
     if shared:
         # The runtime reserves 1 KiB of each multiprocessor's shared memory per block.
-        per_sm = min(per_sm, attributes["MaxSharedMemoryPerMultiprocessor"] // (shared + 1024))
-    return device_properties()["multiprocessors"] * max(per_sm, 1)
+        per_sm = min(per_sm, properties["max_shared_per_sm"] // (shared + 1024))
+    return properties["multiprocessors"] * max(per_sm, 1)
 
 
 class LaunchPlan(NamedTuple):
@@ -471,9 +451,8 @@ class SELL(RegularMatrix):
             shared = n_hot * self._dtype.itemsize
             blocks = blocks_for(n_split + n_slices, threads // C)  # C threads per unit
         expression = f"sell_spmv<{{V}}, {{I}}, {C}, {mode}>"
-        kernel = SELL_KERNELS.function(expression, self._dtype, self._index_dtype)
-        if shared > device_properties()["max_shared_per_block"]:
-            _opt_in(kernel, shared, n_hot, self._dtype)
+        kernel = allow_dynamic_shared(SELL_KERNELS.function(expression, self._dtype, self._index_dtype), shared,
+                                      f"{n_hot} hot columns of {self._dtype} (rebuild with a smaller hot=)")
         if mode != SELL_DIRECT:  # one resident wave takes the units round after round
             blocks = min(blocks, _resident_blocks(expression, self._dtype, self._index_dtype, threads, shared))
         scratch = (NULL_POINTER, NULL_POINTER)
