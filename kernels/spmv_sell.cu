@@ -56,6 +56,7 @@ __host__ __device__ constexpr int sell_block(int mode) { return mode == SELL_UNI
 // already point at the lane's slot 0), stopping at its first padding slot (padding trails a
 // lane's entries). Without HOT, padded_row_sum itself. With HOT, column -2 - j reads hot_x[j]
 // (shared memory), which padded_row_sum would take for padding: the same loop, that gather aside.
+constexpr int HOT_UNROLL = 8;
 template <class V, class I, int C, bool HOT>
 __device__ __forceinline__ V sell_lane_sum(const I* __restrict__ indices, const V* __restrict__ data,
                                            const V* __restrict__ x, const V* hot_x, long long k0, long long k1) {
@@ -64,18 +65,18 @@ __device__ __forceinline__ V sell_lane_sum(const I* __restrict__ indices, const 
     } else {
         const unsigned long long read_once = sg::l2_evict_first();  // as padded_row_sum
         V sum = V(0);
-        for (long long k = k0; k < k1; k += PADDED_UNROLL) {
-            I col[PADDED_UNROLL];
+        for (long long k = k0; k < k1; k += HOT_UNROLL) {
+            I col[HOT_UNROLL];
 #pragma unroll
-            for (int u = 0; u < PADDED_UNROLL; ++u)
+            for (int u = 0; u < HOT_UNROLL; ++u)
                 col[u] = k + u < k1 ? sg::load_hint(indices + (k + u) * C, read_once) : I(SELL_PAD);
 #pragma unroll
-            for (int u = 0; u < PADDED_UNROLL; ++u) {
+            for (int u = 0; u < HOT_UNROLL; ++u) {
                 if (col[u] == I(SELL_PAD)) continue;
                 const V xv = col[u] >= 0 ? sg::ldg(x + col[u]) : hot_x[-2 - (long long)col[u]];
                 sum = sum + sg::load_hint(data + (k + u) * C, read_once) * xv;
             }
-            if (col[PADDED_UNROLL - 1] == I(SELL_PAD)) break;  // the lane's padding has begun (or its slots ended)
+            if (col[HOT_UNROLL - 1] == I(SELL_PAD)) break;  // the lane's padding has begun (or its slots ended)
         }
         return sum;
     }
@@ -226,6 +227,44 @@ sell_stage_hot(const V* __restrict__ x, const I* __restrict__ hot_cols, const lo
     if (j < n_hot) hot_values[j] = sg::ldg(x + sg::ldg(hot_cols + j));
 }
 
+// What sigma = SELL_BLOCK would cost, without building that layout: out[0] += the slots of
+// the rows sorted by length inside windows of SELL_BLOCK rows and cut into slices of C (C
+// divides SELL_BLOCK), out[1] = max(out[1], the longest row). A block per window sorts its
+// lengths (a bitonic network in shared memory, longest first; rows past n_rows count -1 and sort
+// last); a slice is as wide as its first row, so rank r adds C times its length when C divides r.
+// Integer atomics, one pair per block: exact, the same every run.
+template <class I>
+__global__ void __launch_bounds__(SELL_BLOCK)
+sell_window_slots(const I* __restrict__ indptr, const long long n_rows, const long long C,
+                  unsigned long long* __restrict__ out) {
+    __shared__ long long lengths[SELL_BLOCK];
+    __shared__ unsigned long long warp_slots[SELL_BLOCK / 32];
+    const int t = threadIdx.x;
+    const long long row = (long long)blockIdx.x * SELL_BLOCK + t;
+    lengths[t] = row < n_rows ? (long long)sg::ldg(indptr + row + 1) - (long long)sg::ldg(indptr + row) : -1;
+    __syncthreads();
+    for (int size = 2; size <= SELL_BLOCK; size <<= 1) {
+        for (int stride = size >> 1; stride > 0; stride >>= 1) {
+            const int partner = t ^ stride;
+            if (partner > t) {
+                const long long a = lengths[t], b = lengths[partner];
+                if ((a < b) == ((t & size) == 0)) lengths[t] = b, lengths[partner] = a;
+            }
+            __syncthreads();
+        }
+    }
+    const long long length = lengths[t];
+    unsigned long long slots = t % C == 0 && length > 0 ? (unsigned long long)(length * C) : 0;
+    for (int delta = 16; delta > 0; delta >>= 1) slots += __shfl_down_sync(0xffffffffu, slots, delta);
+    if (t % 32 == 0) warp_slots[t / 32] = slots;
+    __syncthreads();
+    if (t == 0) {
+        for (int w = 1; w < SELL_BLOCK / 32; ++w) slots += warp_slots[w];
+        atomicAdd(out, slots);
+        if (length > 0) atomicMax(out + 1, (unsigned long long)length);
+    }
+}
+
 // Slice widths times C, from the rows in rank order (perm sorted by length, longest first, inside
 // windows of sigma ranks): the longest row of slice s is at its first rank or at the start of a
 // window inside it, so a thread per slice reads 1 + C / sigma lengths. widths has n_slices + 1
@@ -248,12 +287,43 @@ sell_slice_widths(const I* __restrict__ indptr, const I* __restrict__ perm, cons
     widths[slice] = width * C;
 }
 
+// parts[s] = the parts of slice s when it is wider than `split` slots (ceil(width / split)),
+// else 0; parts[n_slices] = 0, so the exclusive scan of parts lists every part's unit.
+template <class I>
+__global__ void __launch_bounds__(SELL_BLOCK)
+sell_part_counts(const long long* __restrict__ slice_ptr, const long long n_slices, const long long C,
+                 const long long split, I* __restrict__ parts) {
+    const long long slice = (long long)blockIdx.x * SELL_BLOCK + threadIdx.x;
+    if (slice > n_slices) return;
+    long long count = 0;
+    if (slice < n_slices) {
+        const long long width = (sg::ldg(slice_ptr + slice + 1) - sg::ldg(slice_ptr + slice)) / C;
+        count = width > split ? (width + split - 1) / split : 0;
+    }
+    parts[slice] = (I)count;
+}
+
+// The staged columns: column c is staged when counts[c] >= threshold and fewer than n_hot
+// columns before it are (first[c], the exclusive scan of counts >= threshold); then
+// hot_cols[first[c]] = c and hot_slot[c] = first[c], else hot_slot[c] = -1. A thread per column.
+template <class I>
+__global__ void __launch_bounds__(SELL_BLOCK)
+sell_select_hot(const long long* __restrict__ counts, const I* __restrict__ first, const long long n_cols,
+                const long long threshold, const long long n_hot, I* __restrict__ hot_cols, I* __restrict__ hot_slot) {
+    const long long col = (long long)blockIdx.x * SELL_BLOCK + threadIdx.x;
+    if (col >= n_cols) return;
+    const I position = sg::ldg(first + col);
+    const bool staged = sg::ldg(counts + col) >= threshold && position < n_hot;
+    hot_slot[col] = staged ? position : I(-1);
+    if (staged) hot_cols[position] = (I)col;
+}
+
 // The part list: slice s wider than `split` slots has ceil(width / split) parts, listed from
 // unit_first[s] (the exclusive scan of the part counts) as (split_slice, split_part) = (s, 0),
 // (s, 1), ... One thread per slice.
 template <class I>
 __global__ void __launch_bounds__(SELL_BLOCK)
-sell_split_units(const long long* __restrict__ slice_ptr, const long long* __restrict__ unit_first,
+sell_split_units(const long long* __restrict__ slice_ptr, const I* __restrict__ unit_first,
                  const long long n_slices, const long long C, const long long split, I* __restrict__ split_slice,
                  I* __restrict__ split_part) {
     const long long slice = (long long)blockIdx.x * SELL_BLOCK + threadIdx.x;
@@ -275,6 +345,10 @@ sell_split_units(const long long* __restrict__ slice_ptr, const long long* __res
 // value 0). Every slot is written once, so the outputs need no initialisation. The host uses it
 // when the layout has parts or hot columns; otherwise csr_to_slots (LAYOUT_SELL, spmv_ell.cu)
 // writes the same slots.
+// A thread copies FILL_UNROLL slots a round, their loads issued together: its row's entries
+// share sectors that a load at a time would fetch again once the SM's other 2047 threads have
+// pushed them out of L1, and the hot_slot gathers of a round overlap.
+constexpr int FILL_UNROLL = 8;
 template <class V, class I>
 __global__ void __launch_bounds__(SELL_BLOCK)
 sell_fill_slots(const I* __restrict__ indptr, const I* __restrict__ indices, const V* __restrict__ data,
@@ -299,19 +373,30 @@ sell_fill_slots(const I* __restrict__ indptr, const I* __restrict__ indices, con
         first = sg::ldg(indptr + row);
         length = sg::ldg(indptr + row + 1) - first;
     }
-    for (long long k = k0; k < k1; ++k) {
-        const long long slot = begin + k * C;
-        I col = I(SELL_PAD);
-        V value = V(0);
-        if (k < length) {
-            col = sg::ldg(indices + first + k);
-            value = sg::ldg(data + first + k);
-            if (hot_slot != nullptr) {
-                const I staged = sg::ldg(hot_slot + col);
-                if (staged >= 0) col = I(-2) - staged;
+    for (long long k = k0; k < k1; k += FILL_UNROLL) {
+        I col[FILL_UNROLL];
+        V value[FILL_UNROLL];
+#pragma unroll
+        for (int u = 0; u < FILL_UNROLL; ++u) {
+            const bool stored = k + u < length;
+            col[u] = stored ? sg::ldg(indices + first + k + u) : I(SELL_PAD);
+            value[u] = stored ? sg::ldg(data + first + k + u) : V(0);
+        }
+        if (hot_slot != nullptr) {
+#pragma unroll
+            for (int u = 0; u < FILL_UNROLL; ++u) {
+                if (col[u] != I(SELL_PAD)) {
+                    const I staged = sg::ldg(hot_slot + col[u]);
+                    if (staged >= 0) col[u] = I(-2) - staged;
+                }
             }
         }
-        out_indices[slot] = col;
-        out_data[slot] = value;
+#pragma unroll
+        for (int u = 0; u < FILL_UNROLL; ++u) {
+            if (k + u < k1) {
+                out_indices[begin + (k + u) * C] = col[u];
+                out_data[begin + (k + u) * C] = value[u];
+            }
+        }
     }
 }

@@ -19,7 +19,7 @@ from sparsegpu.formats.sell import (
     SPLIT_MIN,
     choose_sigma,
     choose_split,
-    hot_columns,
+    staged_columns,
 )
 from sparsegpu.reference import regular as twins
 from tests.conftest import poisoned, to_numpy
@@ -196,6 +196,20 @@ def test_sigma_rule(rng, backend):
     check_products(A, S, rng, backend)
 
 
+@pytest.mark.parametrize("C", [1, 8, 32, 256])
+def test_window_slots_count_the_default_sigma_layout(C, rng, backend):
+    """sell_window_slots counts the slots of the layout at DEFAULT_SIGMA without building it, and
+    finds the longest row: both as sorted_slices and the lengths say."""
+    cases = [datasets.rmat(12, 16, seed=3), random_matrix(rng, 1000, 300, 0.02, empty_rows=200),
+             long_row_matrix(rng, m=900, n=3000, long=3000), equal_rows_matrix(rng, 700, 50, 6),
+             random_matrix(rng, DEFAULT_SIGMA + 1, 40, 0.1)]
+    for S in cases:
+        csr = CSR.from_scipy(S, backend=backend)
+        _, slice_ptr = sell_module.sorted_slices(csr, C, DEFAULT_SIGMA)
+        expected = (int(slice_ptr[-1]), int(np.diff(S.indptr).max()))
+        assert sell_module.window_slots(csr, C) == expected, (S.shape, C)
+
+
 # --------------------------------------------------------------------------- hot columns
 
 
@@ -212,12 +226,18 @@ def test_hot_columns_rule(rng, backend):
     csr = CSR.from_scipy(S, backend=backend)
     # Auto: every column gathered at least HOT_MIN_GATHERS times (here the 4 planted ones,
     # 1200 times each; the random columns about 5 times).
-    np.testing.assert_array_equal(to_numpy(hot_columns(csr, None)), [3, 17, 500, 899])
+    np.testing.assert_array_equal(to_numpy(staged_columns(csr, None)[0]), [3, 17, 500, 899])
     for capacity in (0, 1, 3, 4, 10, 900):
-        np.testing.assert_array_equal(to_numpy(hot_columns(csr, capacity)), brute_force_hot(S, capacity, 1),
+        np.testing.assert_array_equal(to_numpy(staged_columns(csr, capacity)[0]), brute_force_hot(S, capacity, 1),
                                       err_msg=f"hot={capacity}")
+    for capacity in (1, 3, 900):
+        cols, slots = (to_numpy(a) for a in staged_columns(csr, capacity))
+        expected = np.full(S.shape[1] if cols.size else 0, -1)  # both empty when none is staged
+        expected[cols] = np.arange(cols.size)
+        np.testing.assert_array_equal(slots, expected)
+        assert cols.dtype == slots.dtype == csr.index_dtype
     few = CSR.from_scipy(random_matrix(rng, 300, 200, 0.05), backend=backend)
-    assert hot_columns(few, None).size == 0  # nothing gathered HOT_MIN_GATHERS times
+    assert staged_columns(few, None)[0].size == 0  # nothing gathered HOT_MIN_GATHERS times
     assert HOT_MIN_GATHERS > 30 and HOT_BYTES // 8 >= 4
 
 
@@ -226,7 +246,7 @@ def test_hot_columns_from_a_sample(rng, monkeypatch):
     every row, are still found."""
     monkeypatch.setattr(sell_module, "HOT_SAMPLE", 1000)
     S = hot_matrix(rng)
-    np.testing.assert_array_equal(hot_columns(CSR.from_scipy(S, backend="cpu"), None), [3, 17, 500, 899])
+    np.testing.assert_array_equal(staged_columns(CSR.from_scipy(S, backend="cpu"), None)[0], [3, 17, 500, 899])
 
 
 def test_hot_columns_sample_is_out_of_step_with_uniform_rows(rng, monkeypatch, backend):
@@ -238,7 +258,25 @@ def test_hot_columns_sample_is_out_of_step_with_uniform_rows(rng, monkeypatch, b
     cols = np.sort(np.stack([rng.choice(n, per_row, replace=False) for _ in range(m)]), axis=1).ravel()
     S = sp.csr_array((rng.standard_normal(m * per_row), cols, np.arange(0, m * per_row + 1, per_row)), shape=(m, n))
     assert np.bincount(cols, minlength=n).max() < 160
-    assert hot_columns(CSR.from_scipy(S, backend=backend), None).size == 0
+    assert staged_columns(CSR.from_scipy(S, backend=backend), None)[0].size == 0
+
+
+def test_hot_columns_ignore_sampling_noise(monkeypatch, backend):
+    """A 27-point stencil sampled 1 entry in 90 (as at 150^3): a few hundred columns, each
+    gathered 27 times, are counted HOT_MIN_GATHERS / 90 times or more by chance; together they
+    take a few per cent of the gathers, under HOT_MIN_SHARE, so none is staged (and the product
+    keeps the direct mode)."""
+    S = datasets.stencil27(40)
+    samples = S.nnz // 90
+    monkeypatch.setattr(sell_module, "HOT_SAMPLE", samples)
+    csr = CSR.from_scipy(S, backend=backend)
+    counts = np.bincount(S.indices[sell_module.sample_positions(S.nnz, samples, np)], minlength=S.shape[1])
+    least = -(-HOT_MIN_GATHERS * samples // S.nnz)
+    noise = counts >= least
+    assert noise.sum() > 10 and counts[noise].sum() < sell_module.HOT_MIN_SHARE * samples
+    assert staged_columns(csr, None)[0].size == 0
+    assert staged_columns(csr, 10)[0].size > 0  # asked for: the most gathered, noise or not
+    assert SELL.from_scipy(S, backend=backend).mode == "direct"
 
 
 def test_sample_positions_are_distinct_and_cover_the_range():
@@ -337,7 +375,7 @@ def test_gpu_long_rows(case, params, rng):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
-def test_gpu_types_with_parts_and_hot_columns(dtype, index_dtype, rng):
+def test_gpu_types_with_parts_and_staged_columns(dtype, index_dtype, rng):
     _gpu_vs_twin(hub_matrix(rng, m=2000, n=2500, hubs=(0, 7, 1999), hub_length=2400), "sell",
                  {"split": 5, "hot": 9}, rng, dtype, index_dtype)
 
@@ -463,3 +501,37 @@ def test_gpu_hot_columns_past_the_default_shared_memory(rng):
     A = SELL.from_scipy(S, backend="gpu", hot=9000)
     assert A.hot == 9000  # every column
     _gpu_vs_twin(S, "sell", {"hot": 9000}, rng)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_gpu_part_counts_and_hot_selection_write_every_entry(index_dtype, rng):
+    """sell_part_counts and sell_select_hot fill outputs poisoned with -7 exactly as their twins."""
+    import cupy
+
+    from sparsegpu.formats.sell import SELL_BLOCK, SELL_KERNELS
+
+    def launch(expression, threads, *arguments):
+        SELL_KERNELS.function(expression, np.float64, index_dtype)((-(-threads // SELL_BLOCK),), (SELL_BLOCK,),
+                                                                 arguments)
+
+    C, n_slices = 32, 1000
+    slice_ptr = np.concatenate([[0], np.cumsum(rng.integers(0, 400, n_slices) * C)]).astype(np.int64)
+    for split in (1, 7, 130, 10**6):
+        got = cupy.full(n_slices + 1, -7, dtype=index_dtype)
+        launch("sell_part_counts<{I}>", n_slices + 1, cupy.asarray(slice_ptr), np.int64(n_slices), np.int64(C),
+               np.int64(split), got)
+        expected = np.full(n_slices + 1, -7, dtype=index_dtype)
+        twins.sell_part_counts(slice_ptr, n_slices, C, split, expected)
+        np.testing.assert_array_equal(got.get(), expected, err_msg=f"split={split}")
+    n = 5000
+    counts = rng.integers(0, 40, n).astype(np.int64)
+    for threshold, n_hot in ((30, 10), (30, 10**6), (41, 5)):
+        first = np.concatenate([[0], np.cumsum(counts >= threshold)[:-1]]).astype(index_dtype)
+        outputs = [np.full(max(min(n_hot, n), 1), -7, dtype=index_dtype), np.full(n, -7, dtype=index_dtype)]
+        got = [cupy.asarray(a) for a in outputs]
+        launch("sell_select_hot<{I}>", n, cupy.asarray(counts), cupy.asarray(first), np.int64(n), np.int64(threshold),
+               np.int64(n_hot), *got)
+        twins.sell_select_hot(counts, first, n, threshold, n_hot, *outputs)
+        for a, b in zip(got, outputs):
+            np.testing.assert_array_equal(a.get(), b, err_msg=f"threshold={threshold}, n_hot={n_hot}")

@@ -23,7 +23,7 @@ on one thread while the whole product waits. The rule gives the product about
 21: 130 slots, where 64 measured 0.95x cupyx and 128 1.08x), short ones on small matrices whose
 few slices would otherwise each be one long serial chain. 0 never splits.
 
-``hot`` (default: :func:`hot_columns`' rule): the number of columns of x staged in each
+``hot`` (default: :func:`staged_columns`' rule): the number of columns of x staged in each
 block's shared memory, the most gathered ones; their entries are stored as column ``-2 - j``
 (j the staged position in ``hot_cols``), and the kernel reads them from shared memory instead
 of moving a 32-byte L2 sector per 8-byte value. Such products run one block of
@@ -80,6 +80,13 @@ HOT_BYTES = 192 * 1024
 #: (one per multiprocessor, about 130 on a large GPU) loads it once, so fewer gathers would not
 #: repay it.
 HOT_MIN_GATHERS = 256
+#: ... and only if the staged columns (together) take at least this share of the sampled
+#: gathers. Staging puts a matrix in the unit loop, which costs a regular one 15-20% of its
+#: bandwidth; and a sample of 1 entry in 90 (a 27-point stencil of 90M entries) counts a few
+#: columns gathered 27 times as often as one gathered 256 times would be (71 of 3.4M columns seen
+#: 4 times in the sample), a noise the share rule ignores: those 71 take 0.03% of the gathers,
+#: R-MAT's staged columns 56%.
+HOT_MIN_SHARE = 0.1
 #: From this many hot columns a product first gathers them into one contiguous array (a launch
 #: of its own, sell_stage_hot), which every block then copies with coalesced loads; below it,
 #: each block gathers them from x itself (one launch, what small matrices want).
@@ -102,12 +109,16 @@ SELL_KERNELS = KernelFile(
     "spmv_sell.cu",
     [f"sell_spmv<{{V}}, {{I}}, {c}, {mode}>" for c in SELL_CHUNKS
      for mode in (SELL_DIRECT, SELL_UNITS, SELL_UNITS_HOT)]
-    + ["sell_stage_hot<{V}, {I}>", "sell_slice_widths<{I}>", "sell_split_units<{I}>", "sell_fill_slots<{V}, {I}>"],
+    + ["sell_stage_hot<{V}, {I}>", "sell_window_slots<{I}>", "sell_slice_widths<{I}>", "sell_part_counts<{I}>",
+       "sell_split_units<{I}>", "sell_select_hot<{I}>", "sell_fill_slots<{V}, {I}>"],
 )
 #: Construction kernels with their twins.
 _CONSTRUCTION_TWINS = {
+    "sell_window_slots<{I}>": twins.sell_window_slots,
     "sell_slice_widths<{I}>": twins.sell_slice_widths,
+    "sell_part_counts<{I}>": twins.sell_part_counts,
     "sell_split_units<{I}>": twins.sell_split_units,
+    "sell_select_hot<{I}>": twins.sell_select_hot,
     "sell_fill_slots<{V}, {I}>": twins.sell_fill_slots,
 }
 
@@ -121,12 +132,13 @@ def _launch(csr: Any, expression: str, threads: int, *arguments: Any) -> None:
     kernel((blocks_for(threads, SELL_BLOCK),), (SELL_BLOCK,), arguments)
 
 
-def sorted_slices(csr: Any, C: int, sigma: int) -> tuple[Any, Any]:
+def sorted_slices(csr: Any, C: int, sigma: int, longest: int | None = None) -> tuple[Any, Any]:
     """(perm, slice_ptr) of the rows sorted by length inside windows of ``sigma`` rows and cut
-    into slices of ``C``: slice widths from the sorted lengths (a thread per slice), scanned."""
+    into slices of ``C``: slice widths from the sorted lengths (a thread per slice), scanned.
+    ``longest``: the longest row's length when known (:func:`sorted_by_length`)."""
     xp = csr._xp
     m = csr.shape[0]
-    perm = sorted_by_length(csr, sigma)
+    perm = sorted_by_length(csr, sigma, longest)
     n_slices = -(-m // C)
     widths = xp.empty(n_slices + 1, dtype=np.int64)
     window = min(sigma, max(m, 1))  # the sort's windows (sigma past the rows: one window)
@@ -147,6 +159,28 @@ def slice_sizes(slice_ptr: Any) -> tuple[int, int]:
     both = xp.stack((slice_ptr[-1], primitives.reduce(xp.diff(slice_ptr), "max")))
     n_slots, widest = both.tolist()
     return int(n_slots), int(widest)
+
+
+def window_slots(csr: Any, C: int) -> tuple[int, int]:
+    """(the slots of the layout at sigma = :data:`DEFAULT_SIGMA`, the longest row's length),
+    without building that layout: one launch (``sell_window_slots``, a block per window ranks its
+    rows) and one host read. ``C`` divides DEFAULT_SIGMA (every compiled C does)."""
+    out = csr._xp.zeros(2, dtype=np.uint64)
+    _launch(csr, "sell_window_slots<{I}>", csr.shape[0], csr.indptr, np.int64(csr.shape[0]), np.int64(C), out)
+    slots, longest = out.tolist()
+    return int(slots), int(longest)
+
+
+def default_sigma(csr: Any, C: int) -> tuple[int, int | None, int | None]:
+    """(sigma by :func:`choose_sigma`, the layout's slots at that sigma, the longest row's
+    length), the last two None where not worked out on the way (matrices of at most
+    DEFAULT_SIGMA rows, which take it; the slots of a global sort)."""
+    m = csr.shape[0]
+    if m <= DEFAULT_SIGMA:
+        return DEFAULT_SIGMA, None, None
+    slots, longest = window_slots(csr, C)
+    sigma = choose_sigma(m, csr.nnz, slots)
+    return sigma, slots if sigma == DEFAULT_SIGMA else None, longest
 
 
 def choose_sigma(n_rows: int, nnz: int, slots_at_default: int) -> int:
@@ -180,9 +214,9 @@ def split_units(csr: Any, slice_ptr: Any, C: int, split: int, widest_slots: int)
     n_slices = slice_ptr.size - 1
     if split == 0 or n_slices == 0 or widest_slots <= split * C:
         return xp.empty(0, dtype=index_dtype), xp.empty(0, dtype=index_dtype)
-    widths = xp.diff(slice_ptr) // C
-    parts = xp.zeros(n_slices + 1, dtype=np.int64)
-    parts[:-1] = xp.where(widths > split, (widths + split - 1) // split, 0)
+    parts = xp.empty(n_slices + 1, dtype=index_dtype)
+    _launch(csr, "sell_part_counts<{I}>", n_slices + 1, slice_ptr, np.int64(n_slices), np.int64(C), np.int64(split),
+            parts)
     unit_first = primitives.exclusive_scan(parts)
     n_split = int(unit_first[-1])
     split_slice = xp.empty(n_split, dtype=index_dtype)
@@ -217,12 +251,15 @@ def sample_positions(nnz: int, count: int, xp: Any) -> Any:
     return (xp.arange(count, dtype=np.int64) * step) % nnz
 
 
-def hot_columns(csr: Any, hot: int | None) -> Any:
-    """The columns to stage in shared memory, ascending, in the CSR's index dtype.
+def staged_columns(csr: Any, hot: int | None) -> tuple[Any, Any]:
+    """(hot_cols, hot_slot): the columns to stage in shared memory, ascending, and
+    ``hot_slot[c]``, the staged position of column c or -1 (what the slot fill encodes columns
+    with; both empty when none is staged), in the CSR's index dtype.
 
     Column counts come from min(nnz, HOT_SAMPLE) stored entries (:func:`sample_positions`;
     one histogram on the CSR's backend). ``hot=None``: the columns gathered at least HOT_MIN_GATHERS times (by
-    that estimate), at most :func:`hot_bytes` of values, the most gathered first; ``hot=h``: the (at
+    that estimate), at most :func:`hot_bytes` of values, the most gathered first, if they take at
+    least HOT_MIN_SHARE of the gathers (else none); ``hot=h``: the (at
     most h) most gathered columns. Ties at the threshold are left out whole (then the lowest
     columns if still over), so the choice is the same on every backend.
 
@@ -230,13 +267,15 @@ def hot_columns(csr: Any, hot: int | None) -> Any:
     >>> from sparsegpu.formats import CSR
     >>> S = sp.csr_array(np.array([[1.0, 1, 0, 0], [1, 1, 0, 1], [1, 0, 1, 0]]))
     >>> A = CSR.from_scipy(S, backend="cpu")  # columns gathered 3, 2, 1 and 1 times
-    >>> hot_columns(A, 1).tolist(), hot_columns(A, 2).tolist(), hot_columns(A, 3).tolist()
-    ([0], [0, 1], [0, 1])
+    >>> [staged_columns(A, hot)[0].tolist() for hot in (1, 2, 3)]
+    [[0], [0, 1], [0, 1]]
+    >>> staged_columns(A, 2)[1].tolist()
+    [0, 1, -1, -1]
     """
     xp, index_dtype = csr._xp, csr.index_dtype
     n, nnz = csr.shape[1], csr.nnz
     capacity = hot_bytes(csr.backend) // np.dtype(csr.dtype).itemsize if hot is None else hot
-    none = xp.empty(0, dtype=index_dtype)
+    none = xp.empty(0, dtype=index_dtype), xp.empty(0, dtype=index_dtype)
     if capacity == 0 or nnz == 0:
         return none
     if nnz <= HOT_SAMPLE:
@@ -246,32 +285,32 @@ def hot_columns(csr: Any, hot: int | None) -> Any:
     counts = primitives.histogram(sampled, n, range=(0, n))
     least = -(-HOT_MIN_GATHERS * samples // nnz) if hot is None else 1  # HOT_MIN_GATHERS, scaled to the sample
     most = int(primitives.reduce(counts, "max"))
-    top = min(most, HOT_COUNT_BINS - 1)
-    if most < least:
+    if most < least:  # no column gathered that often (regular matrices): no second histogram
         return none
-    # at_least[t] = columns counted at least t times, t <= top (counts clipped to the last bin).
-    per_count = primitives.histogram(xp.minimum(counts, top), top + 1, range=(0, top + 1))
+    top = min(most, HOT_COUNT_BINS - 1)
+    # per_count[t - least]: columns counted t times, least <= t <= top (counts clipped to top);
+    # the columns counted fewer times, nearly all of them, fall outside the bins and cost no
+    # atomics. at_least[t - least]: columns counted at least t times.
+    per_count = primitives.histogram(xp.minimum(counts, top), top + 1 - least, range=(least, top + 1))
     per_count = per_count.get() if xp is not np else per_count
     at_least = np.cumsum(per_count[::-1])[::-1]
-    fits = np.flatnonzero(at_least[least:] <= capacity)
-    if fits.size:
+    fits = np.flatnonzero(at_least <= capacity)
+    if fits.size:  # the least count whose columns fit
         threshold = least + int(fits[0])
     elif most > top:  # more than `capacity` columns past the clip: the lowest of them
         threshold = top
     else:  # the most gathered columns tie beyond capacity: none
         return none
-    return xp.flatnonzero(counts >= threshold)[:capacity].astype(index_dtype)
-
-
-def hot_slots(csr: Any, hot_cols: Any) -> Any:
-    """``hot_slot[c]`` = the staged position of column c, -1 for the others (empty when no
-    column is staged): what the slot fill encodes columns with."""
-    xp, index_dtype = csr._xp, csr.index_dtype
-    if hot_cols.size == 0:
-        return xp.empty(0, dtype=index_dtype)
-    hot_slot = xp.full(csr.shape[1], -1, dtype=index_dtype)
-    hot_slot[hot_cols] = xp.arange(hot_cols.size, dtype=index_dtype)
-    return hot_slot
+    served = int(np.arange(threshold, top + 1) @ per_count[threshold - least:])  # their sampled gathers (clipped)
+    n_hot = min(int(at_least[threshold - least]), capacity)
+    if hot is None and served < HOT_MIN_SHARE * samples:
+        return none
+    # Selected without a host read: the count is known here.
+    first = primitives.exclusive_scan((counts >= threshold).astype(index_dtype))
+    hot_cols, hot_slot = xp.empty(n_hot, dtype=index_dtype), xp.empty(n, dtype=index_dtype)
+    _launch(csr, "sell_select_hot<{I}>", n, counts, first, np.int64(n), np.int64(threshold), np.int64(n_hot),
+            hot_cols, hot_slot)
+    return hot_cols, hot_slot
 
 
 def decoded_columns(stored: Any, hot_cols: Any) -> Any:
@@ -379,18 +418,21 @@ class SELL(RegularMatrix):
         hot = None if hot is None else int_at_least("hot", hot, 0)
         m = csr.shape[0]
         n_slices = -(-m // C)
-        perm, slice_ptr = sorted_slices(csr, C, DEFAULT_SIGMA if sigma is None else sigma)
-        # One host read: the slot count (to allocate the slots; sigma's rule) and the widest slice.
-        n_slots, widest_slots = slice_sizes(slice_ptr)
+        # sigma's rule needs the slots at DEFAULT_SIGMA, which sell_window_slots counts without
+        # building that layout; it also gives the longest row, the widest slice at any sigma.
+        n_slots = longest = None
         if sigma is None:
-            sigma = choose_sigma(m, csr.nnz, n_slots)
-            if sigma != DEFAULT_SIGMA:
-                perm, slice_ptr = sorted_slices(csr, C, sigma)
-                n_slots, widest_slots = slice_sizes(slice_ptr)
+            sigma, n_slots, longest = default_sigma(csr, C)
+        perm, slice_ptr = sorted_slices(csr, C, sigma, longest)
+        if longest is None:
+            n_slots, widest_slots = slice_sizes(slice_ptr)  # one host read for both
+        else:
+            n_slots = int(slice_ptr[-1]) if n_slots is None else n_slots
+            widest_slots = C * longest
         if split is None:
             split = choose_split(n_slots, C)
         split_slice, split_part = split_units(csr, slice_ptr, C, split, widest_slots)
-        hot_cols = hot_columns(csr, hot)
+        hot_cols, hot_slot = staged_columns(csr, hot)
         n_split = split_slice.size
         if n_split == 0 and hot_cols.size == 0:
             # Mode "direct": one thread per rank copies its row (the pass ELL and JDS share).
@@ -401,7 +443,6 @@ class SELL(RegularMatrix):
             xp = csr._xp
             indices = xp.empty(n_slots, dtype=csr.index_dtype)
             data = xp.empty(n_slots, dtype=csr.dtype)
-            hot_slot = hot_slots(csr, hot_cols)
             _launch(csr, "sell_fill_slots<{V}, {I}>", (n_split + n_slices) * C, csr.indptr, csr.indices, csr.data,
                     perm, hot_slot if hot_slot.size or csr.backend == "cpu" else NULL_POINTER, slice_ptr,
                     split_slice, split_part, np.int64(n_split), np.int64(split) if split else _NEVER_SPLIT,

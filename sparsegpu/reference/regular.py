@@ -173,6 +173,23 @@ def sell_stage_hot(x, hot_cols, n_hot, hot_values):
     hot_values[:n_hot] = x[hot_cols[:n_hot]]
 
 
+#: kernels/spmv_sell.cu SELL_BLOCK: the rows sell_window_slots ranks together.
+SELL_WINDOW = 256
+
+
+def sell_window_slots(indptr, n_rows, C, out):
+    """Twin of kernels/spmv_sell.cu ``sell_window_slots``: ``out[0]`` += the slots of the rows
+    sorted by length (longest first) inside windows of SELL_WINDOW rows and cut into slices of
+    ``C`` (each slice as wide as its first row), ``out[1]`` = max(out[1], the longest row)."""
+    lengths = np.diff(indptr[:n_rows + 1]).astype(np.int64)
+    windows = -(-n_rows // SELL_WINDOW)
+    padded = np.full(windows * SELL_WINDOW, -1, dtype=np.int64)
+    padded[:n_rows] = lengths
+    firsts = -np.sort(-padded.reshape(windows, SELL_WINDOW), axis=1)[:, ::C]
+    out[0] += np.uint64(C * int(firsts[firsts > 0].sum()))
+    out[1] = max(int(out[1]), int(lengths.max(initial=0)))
+
+
 def sell_slice_widths(indptr, perm, n_rows, C, sigma, n_slices, widths):
     """Twin of kernels/spmv_sell.cu ``sell_slice_widths``: ``widths[s]`` = C times the longest
     row of slice s (ranks ``s * C`` to ``s * C + C``), then a 0 (``sigma`` is the kernel's
@@ -181,6 +198,14 @@ def sell_slice_widths(indptr, perm, n_rows, C, sigma, n_slices, widths):
     padded[:n_rows] = np.diff(indptr).astype(np.int64)[perm[:n_rows]]
     widths[:n_slices] = padded.reshape(n_slices, C).max(axis=1, initial=0) * C
     widths[n_slices] = 0
+
+
+def sell_part_counts(slice_ptr, n_slices, C, split, parts):
+    """Twin of kernels/spmv_sell.cu ``sell_part_counts``: ``parts[s]`` = ceil(width / split) for
+    a slice wider than ``split`` slots, else 0; ``parts[n_slices]`` = 0."""
+    widths = np.diff(slice_ptr[:n_slices + 1]) // C
+    parts[:n_slices] = np.where(widths > split, -(-widths // split), 0)
+    parts[n_slices] = 0
 
 
 def sell_split_units(slice_ptr, unit_first, n_slices, C, split, split_slice, split_part):
@@ -192,6 +217,15 @@ def sell_split_units(slice_ptr, unit_first, n_slices, C, split, split_slice, spl
         first = int(unit_first[s])
         split_slice[first:first + parts] = s
         split_part[first:first + parts] = np.arange(parts)
+
+
+def sell_select_hot(counts, first, n_cols, threshold, n_hot, hot_cols, hot_slot):
+    """Twin of kernels/spmv_sell.cu ``sell_select_hot``: the first ``n_hot`` columns with
+    ``counts >= threshold`` (``first``: the exclusive scan of that test) into ``hot_cols``, their
+    positions into ``hot_slot``, -1 for every other column."""
+    staged = (counts[:n_cols] >= threshold) & (first[:n_cols] < n_hot)
+    hot_slot[:n_cols] = np.where(staged, first[:n_cols], -1)
+    hot_cols[first[:n_cols][staged]] = np.flatnonzero(staged)
 
 
 def sell_fill_slots(indptr, indices, data, perm, hot_slot, slice_ptr, split_slice, split_part, n_split, split,
