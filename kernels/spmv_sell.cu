@@ -230,30 +230,36 @@ sell_stage_hot(const V* __restrict__ x, const I* __restrict__ hot_cols, const lo
 // What sigma = SELL_BLOCK would cost, without building that layout: out[0] += the slots of
 // the rows sorted by length inside windows of SELL_BLOCK rows and cut into slices of C (C
 // divides SELL_BLOCK), out[1] = max(out[1], the longest row). A block per window sorts its
-// lengths (a bitonic network in shared memory, longest first; rows past n_rows count -1 and sort
-// last); a slice is as wide as its first row, so rank r adds C times its length when C divides r.
-// Integer atomics, one pair per block: exact, the same every run.
+// lengths, longest first (rows past n_rows count -1 and sort last), with a bitonic network whose
+// exchanges within a warp are shuffles (30 of its 36 steps) and the others go through shared
+// memory; a slice is as wide as its first row, so rank r adds C times its length when C divides
+// r. Integer atomics, one pair per block: exact, the same every run.
 template <class I>
 __global__ void __launch_bounds__(SELL_BLOCK)
 sell_window_slots(const I* __restrict__ indptr, const long long n_rows, const long long C,
                   unsigned long long* __restrict__ out) {
-    __shared__ long long lengths[SELL_BLOCK];
+    __shared__ long long exchange[SELL_BLOCK];
     __shared__ unsigned long long warp_slots[SELL_BLOCK / 32];
     const int t = threadIdx.x;
     const long long row = (long long)blockIdx.x * SELL_BLOCK + t;
-    lengths[t] = row < n_rows ? (long long)sg::ldg(indptr + row + 1) - (long long)sg::ldg(indptr + row) : -1;
-    __syncthreads();
+    long long length = row < n_rows ? (long long)sg::ldg(indptr + row + 1) - (long long)sg::ldg(indptr + row) : -1;
     for (int size = 2; size <= SELL_BLOCK; size <<= 1) {
         for (int stride = size >> 1; stride > 0; stride >>= 1) {
-            const int partner = t ^ stride;
-            if (partner > t) {
-                const long long a = lengths[t], b = lengths[partner];
-                if ((a < b) == ((t & size) == 0)) lengths[t] = b, lengths[partner] = a;
+            long long other;
+            if (stride >= 32) {
+                exchange[t] = length;
+                __syncthreads();
+                other = exchange[t ^ stride];
+                __syncthreads();
+            } else {
+                other = __shfl_xor_sync(0xffffffffu, length, stride);
             }
-            __syncthreads();
+            // The pair's lower thread keeps the longer length in runs sorted longest first
+            // ((t & size) == 0, every run of the last merge), the shorter in the others.
+            const bool keeps_longer = ((t & stride) == 0) == ((t & size) == 0);
+            length = keeps_longer == (other > length) ? other : length;
         }
     }
-    const long long length = lengths[t];
     unsigned long long slots = t % C == 0 && length > 0 ? (unsigned long long)(length * C) : 0;
     for (int delta = 16; delta > 0; delta >>= 1) slots += __shfl_down_sync(0xffffffffu, slots, delta);
     if (t % 32 == 0) warp_slots[t / 32] = slots;

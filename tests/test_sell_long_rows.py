@@ -241,6 +241,21 @@ def test_hot_columns_rule(rng, backend):
     assert HOT_MIN_GATHERS > 30 and HOT_BYTES // 8 >= 4
 
 
+def test_hot_columns_past_the_count_clip(rng, monkeypatch, backend):
+    """Counts are clipped past HOT_COUNT_BINS - 1: when more columns than fit are counted that
+    often, the lowest of them are staged; otherwise the rule is unchanged."""
+    monkeypatch.setattr(sell_module, "HOT_COUNT_BINS", 8)
+    top = 7
+    S = hot_matrix(rng)
+    counts = np.bincount(S.indices, minlength=S.shape[1])
+    csr = CSR.from_scipy(S, backend=backend)
+    for capacity in (1, 3, 5, 40, 900):
+        fitting = [t for t in range(1, top + 1) if np.count_nonzero(counts >= t) <= capacity]
+        threshold = fitting[0] if fitting else top
+        expected = np.flatnonzero(counts >= threshold)[:capacity]
+        np.testing.assert_array_equal(to_numpy(staged_columns(csr, capacity)[0]), expected, err_msg=f"hot={capacity}")
+
+
 def test_hot_columns_from_a_sample(rng, monkeypatch):
     """Above HOT_SAMPLE entries the counts come from a sample; the planted columns, gathered by
     every row, are still found."""
@@ -385,6 +400,31 @@ def test_gpu_types_with_parts_and_staged_columns(dtype, index_dtype, rng):
 def test_gpu_every_slice_height_with_parts(C, rng):
     _gpu_vs_twin(hub_matrix(rng, m=1000, n=1200, hubs=(1, 600), hub_length=1100), "sell",
                  {"C": C, "sigma": 4 * C, "split": 6, "hot": 4}, rng)
+
+
+@pytest.mark.gpu
+def test_gpu_rows_of_many_parts(rng):
+    """Rows of 63 to 1000 parts, one slice per row (C = 1, no sort, split = 1, so a row's length
+    is its part count), against the twin and SciPy, bitwise the same run to run, tickets left at
+    zero."""
+    import cupy
+
+    lengths = {3: 63, 10: 64, 20: 65, 30: 128, 40: 129, 50: 130, 60: 1000}
+    S = sp.lil_array(random_matrix(rng, 300, 1200, 0.002))
+    for row, length in lengths.items():
+        S[row, :] = 0
+        S[row, rng.choice(1200, size=length, replace=False)] = rng.standard_normal(length)
+    S = sp.csr_array(S)
+    params = {"C": 1, "sigma": 1, "split": 1, "hot": 0}
+    _gpu_vs_twin(S, "sell", params, rng)
+    A = SELL.from_scipy(S, backend="gpu", **params)
+    x = cupy.asarray(rng.standard_normal(1200))
+    first = A @ x
+    for _ in range(3):
+        y = poisoned(300, np.float64, cupy)
+        A.spmv(x, y)
+        np.testing.assert_array_equal(y.get(), first.get())
+    assert int(A._cache[("launch", False)].scratch[1].max()) == 0
 
 
 @pytest.mark.gpu

@@ -248,7 +248,7 @@ def sample_positions(nnz: int, count: int, xp: Any) -> Any:
     step = max(1, round(nnz * 0.6180339887498949))
     while math.gcd(step, nnz) != 1:
         step += 1
-    return (xp.arange(count, dtype=np.int64) * step) % nnz
+    return xp.arange(0, count * step, step, dtype=np.int64) % nnz
 
 
 def staged_columns(csr: Any, hot: int | None) -> tuple[Any, Any]:
@@ -284,26 +284,23 @@ def staged_columns(csr: Any, hot: int | None) -> tuple[Any, Any]:
         sampled, samples = csr.indices[sample_positions(nnz, HOT_SAMPLE, xp)], HOT_SAMPLE
     counts = primitives.histogram(sampled, n, range=(0, n))
     least = -(-HOT_MIN_GATHERS * samples // nnz) if hot is None else 1  # HOT_MIN_GATHERS, scaled to the sample
-    most = int(primitives.reduce(counts, "max"))
-    if most < least:  # no column gathered that often (regular matrices): no second histogram
-        return none
-    top = min(most, HOT_COUNT_BINS - 1)
-    # per_count[t - least]: columns counted t times, least <= t <= top (counts clipped to top);
-    # the columns counted fewer times, nearly all of them, fall outside the bins and cost no
-    # atomics. at_least[t - least]: columns counted at least t times.
-    per_count = primitives.histogram(xp.minimum(counts, top), top + 1 - least, range=(least, top + 1))
+    top = HOT_COUNT_BINS - 1
+    # per_count[t - least]: columns counted t times, least <= t <= top, and in the last bin
+    # those counted more often (counts clipped to top + 1); the columns counted fewer times,
+    # nearly all of them, fall outside the bins and cost no atomics. One host read.
+    per_count = primitives.histogram(xp.minimum(counts, top + 1), top + 2 - least, range=(least, top + 2))
     per_count = per_count.get() if xp is not np else per_count
-    at_least = np.cumsum(per_count[::-1])[::-1]
-    fits = np.flatnonzero(at_least <= capacity)
-    if fits.size:  # the least count whose columns fit
+    at_least = np.cumsum(per_count[::-1])[::-1]  # at_least[t - least]: columns counted t times or more
+    fits = np.flatnonzero(at_least[:-1] <= capacity)
+    if fits.size:  # the least count whose columns fit (none when past the most gathered count)
         threshold = least + int(fits[0])
-    elif most > top:  # more than `capacity` columns past the clip: the lowest of them
+    elif per_count[-1]:  # more than `capacity` columns past the clip: the lowest of them
         threshold = top
-    else:  # the most gathered columns tie beyond capacity: none
+    else:  # the most gathered columns tie beyond capacity
         return none
-    served = int(np.arange(threshold, top + 1) @ per_count[threshold - least:])  # their sampled gathers (clipped)
     n_hot = min(int(at_least[threshold - least]), capacity)
-    if hot is None and served < HOT_MIN_SHARE * samples:
+    served = int(np.arange(threshold, top + 2) @ per_count[threshold - least:])  # their sampled gathers (clipped)
+    if n_hot == 0 or (hot is None and served < HOT_MIN_SHARE * samples):
         return none
     # Selected without a host read: the count is known here.
     first = primitives.exclusive_scan((counts >= threshold).astype(index_dtype))
