@@ -9,11 +9,12 @@ indices once: a block takes a tile of rows, holds its pointers in shared memory,
 computes the row-length histogram (lengths below 4096 binned in shared memory, longer rows
 listed), the longest row, SELL's slice widths, and, for the tile's entries, where they sit
 relative to the diagonal; a tile with more entries than one work item hands the rest to a queue
-in chunks that any block takes, so one very long row is spread over the device. The buffer is
-kept between calls; one driver memset zeroes its counters and head, and the head (32 KiB) comes
-back in one copy into pinned memory, the only synchronisation (the overflow list only when some
-row is that long). The host then reads only the bins up to the longest row, so its work does not
-grow with the matrix. The CPU backend fills the same buffer with the NumPy twin
+in chunks that any block takes, so one very long row is spread over the device. The buffer and
+the launch's arguments are kept between calls; one driver memset zeroes its counters and head,
+and the head (32 KiB) comes back in one copy into pinned memory, the only synchronisation (the
+overflow list only when some row is that long). The host then reads only the bins up to the
+longest row, in a few NumPy calls (in Python when few lengths occur), so its work does not grow
+with the matrix. The CPU backend fills the same buffer with the NumPy twin
 (sparsegpu/reference/stats.py), so both backends give identical statistics.
 
 The model, per format f, for ``A @ x`` timed back to back (the host issues the next call while
@@ -68,6 +69,7 @@ import json
 import math
 import operator
 import threading
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,13 +79,14 @@ import numpy as np
 from sparsegpu._kernels import KernelFile, device_properties
 from sparsegpu.formats import sell
 from sparsegpu.formats._base import SparseMatrix, as_scipy_sparse
-from sparsegpu.formats._compressed import LONG_BLOCK, LONG_CHUNK, long_row_limit, threads_per_row
+from sparsegpu.formats._compressed import (LONG_BLOCK, LONG_CHUNK, THREADS_PER_ROW, long_row_limit,
+                                          threads_per_row)
 from sparsegpu.formats.coo import TILE as COO_TILE
 from sparsegpu.formats.ell import DEFAULT_MAX_FILL
 from sparsegpu.formats.sell import DEFAULT_C
 from sparsegpu.reference import stats as stats_twins
-from sparsegpu.reference.stats import (OUT_BINS, OUT_LONGEST, OUT_OVERFLOW, OUT_OVERFLOW_ROWS, ROW_STATS_BINS,
-                                       SELL_SLICE, overflow_capacity)
+from sparsegpu.reference.stats import (OUT_BINS, OUT_OVERFLOW, OUT_OVERFLOW_ROWS, ROW_STATS_BINS, SELL_SLICE,
+                                       overflow_capacity)
 
 #: Blocks per multiprocessor the launcher keeps resident, by index item size (csr_stats's launch
 #: bounds cap its registers at 40 a thread for int32 and 48 for int64, and its shared memory, 33
@@ -209,10 +212,10 @@ def calibration() -> dict[str, Any]:
 def _as_csr(A: Any, backend: str | None) -> Any:
     """A sparsegpu CSR of A: a sparsegpu matrix is converted on its backend; a scipy matrix
     is uploaded once."""
-    from sparsegpu.formats.csr import CSR
-
     if isinstance(A, SparseMatrix):
         return A.to_csr()
+    from sparsegpu.formats.csr import CSR
+
     if isinstance(A, np.ndarray) or hasattr(A, "__cuda_array_interface__"):
         raise TypeError(f"advise needs a sparse matrix, got a dense {A.ndim}-D array; "
                         "convert it with scipy.sparse.csr_array first")
@@ -239,6 +242,21 @@ def stats_tile_rows(n_rows: int, nnz: int, index_itemsize: int) -> int:
     return min(STATS_WINDOW, max(32, rows // 32 * 32))
 
 
+def _statistics_launch(m: int, nnz: int, index_itemsize: int, slots: int,
+                       resident: int) -> tuple[tuple[int], tuple[np.generic, ...]]:
+    """``csr_stats``'s grid, and its scalar arguments between the CSR arrays and the call's epoch
+    (rows, entries, rows per tile, overflow capacity, queue slots), for ``slots`` chunk slots and
+    ``resident`` blocks resident on the device."""
+    tile_rows = stats_tile_rows(m, nnz, index_itemsize)
+    return ((min(-(-m // tile_rows) + slots, resident),),
+            (np.int64(m), np.int64(nnz), np.int32(tile_rows), np.int64(overflow_capacity(nnz)), np.int64(slots)))
+
+
+def _resident_blocks(index_itemsize: int, device: int | None = None) -> int:
+    """Blocks of ``csr_stats`` the launcher keeps resident on the device (STATS_BLOCKS_PER_SM)."""
+    return STATS_BLOCKS_PER_SM[index_itemsize] * device_properties(device)["multiprocessors"]
+
+
 def _statistics_kernel(csr: Any, buffer: Any, queue: Any, epoch: int) -> None:
     """Launch ``csr_stats`` on a GPU CSR with at least one row. ``buffer`` (uint64): the kernel's
     :data:`STATS_COUNTERS` work counters, then the statistics buffer (layout in
@@ -246,19 +264,15 @@ def _statistics_kernel(csr: Any, buffer: Any, queue: Any, epoch: int) -> None:
     for :func:`overflow_capacity` longer rows after them. ``queue`` (uint64, QUEUE_WORDS words
     per chunk slot, never written by the host but zeroed when allocated): its chunk queue, whose
     slots count as published when they hold ``epoch``, which must exceed every earlier call's
-    epoch on this queue."""
-    m, nnz = csr.shape[0], csr.nnz
+    epoch on this queue. (:func:`_read_statistics` launches the same with its workspace's
+    arguments kept between calls.)"""
     itemsize = csr.index_dtype.itemsize
-    tile_rows = stats_tile_rows(m, nnz, itemsize)
-    slots = queue.size // QUEUE_WORDS
-    resident = STATS_BLOCKS_PER_SM[itemsize] * device_properties()["multiprocessors"]
-    blocks = min(-(-m // tile_rows) + slots, resident)
+    grid, scalars = _statistics_launch(csr.shape[0], csr.nnz, itemsize, queue.size // QUEUE_WORDS,
+                                       _resident_blocks(itemsize))
     pointer = buffer.data.ptr
     STATS_KERNELS.function("csr_stats<{I}>", np.float64, csr.index_dtype)(
-        (blocks,), (STATS_BLOCK,),
-        (csr.indptr, csr.indices, np.int64(m), np.int64(nnz), np.int32(tile_rows), np.int64(overflow_capacity(nnz)),
-         np.int64(slots), np.uint64(epoch), np.uint64(pointer), np.uint64(pointer + 8 * STATS_COUNTERS),
-         np.uint64(queue.data.ptr)))
+        grid, (STATS_BLOCK,), (csr.indptr, csr.indices, *scalars, np.uint64(epoch), np.uint64(pointer),
+                               np.uint64(pointer + 8 * STATS_COUNTERS), np.uint64(queue.data.ptr)))
 
 
 def queue_capacity(nnz: int, index_itemsize: int) -> int:
@@ -272,28 +286,62 @@ class _Workspace:
     zeroing fresh memory, and copying into pageable memory, cost more than the kernel on small
     matrices): the kernel's counters and buffer, its chunk queue, the pinned host copy of the
     buffer's head, and the epoch of the last call. Each call finishes with its copy back, so the
-    thread's next call may reuse them."""
+    thread's next call may reuse them.
 
-    def __init__(self) -> None:
+    The launch's host work is kept too, as NumPy scalars ready for the kernel: per index type the
+    compiled kernel and the resident blocks; the buffer's and queue's pointers and the queue's
+    slots (renewed when they grow); and the last matrix's plan (its grid and scalars, from its
+    rows, entries and index type, and the slots), which a call for another matrix replaces."""
+
+    def __init__(self, device: int) -> None:
         import cupy
 
+        self.device = device
         self.buffer = cupy.empty(0, dtype=np.uint64)
         self.queue = cupy.empty(0, dtype=np.uint64)
         words = OUT_OVERFLOW + HEAD_OVERFLOW_ROWS
         self.head = np.frombuffer(cupy.cuda.alloc_pinned_memory(words * 8), np.int64, words)
         self.head_pointer = self.head.ctypes.data
+        self.head_words = self.head[:OUT_OVERFLOW]
         self.epoch = 0
+        self.kernels: dict[np.dtype, tuple[Any, int]] = {}
+        self.plan_key: tuple[int, int, np.dtype] | None = None
+        self._renew_pointers()
 
     def fit(self, words: int, queue_words: int) -> None:
         """Grow (by doubling) to at least ``words`` buffer words and ``queue_words`` queue words."""
         import cupy
 
+        if self.buffer.size >= words and self.queue.size >= queue_words:
+            return
         if self.buffer.size < words:
             self.buffer = cupy.empty(max(words, 2 * self.buffer.size), dtype=np.uint64)
         if self.queue.size < queue_words:
             # Zeroed once: the host never writes it again, and a slot holds an older epoch
             # until a chunk is published in it.
             self.queue = cupy.zeros(max(queue_words, 2 * self.queue.size), dtype=np.uint64)
+        self._renew_pointers()
+
+    def _renew_pointers(self) -> None:
+        self.pointer = self.buffer.data.ptr
+        self.slots = self.queue.size // QUEUE_WORDS
+        self.pointers = (np.uint64(self.pointer), np.uint64(self.pointer + 8 * STATS_COUNTERS),
+                         np.uint64(self.queue.data.ptr))
+        self.plan_key = None  # its slots may have changed
+
+    def plan(self, m: int, nnz: int, index_dtype: np.dtype) -> tuple[Any, tuple[int], tuple[np.generic, ...], int]:
+        """(the kernel, its grid, its scalars, the overflow capacity) for a matrix of ``m`` rows,
+        ``nnz`` entries and this index type, the buffer and queue grown to fit it."""
+        if (m, nnz, index_dtype) != self.plan_key:
+            capacity, itemsize = overflow_capacity(nnz), index_dtype.itemsize
+            self.fit(STATS_COUNTERS + OUT_OVERFLOW + capacity, QUEUE_WORDS * queue_capacity(nnz, itemsize))
+            if index_dtype not in self.kernels:
+                self.kernels[index_dtype] = (STATS_KERNELS.function("csr_stats<{I}>", np.float64, index_dtype),
+                                             _resident_blocks(itemsize, self.device))
+            kernel, resident = self.kernels[index_dtype]
+            self.plan_key = (m, nnz, index_dtype)
+            self.last_plan = (kernel, *_statistics_launch(m, nnz, itemsize, self.slots, resident), capacity)
+        return self.last_plan
 
 
 class _Workspaces(threading.local):
@@ -317,9 +365,9 @@ def _read_statistics(csr: Any) -> tuple[np.ndarray, np.ndarray]:
     its next call: one memset, one launch, one copy back of the head and the first
     HEAD_OVERFLOW_ROWS overflow entries (a second copy only when more rows are past the bins),
     one synchronisation."""
-    m, nnz = csr.shape[0], csr.nnz
-    capacity = overflow_capacity(nnz)
+    m = csr.shape[0]
     if csr.backend == "cpu" or not m:
+        capacity = overflow_capacity(csr.nnz)
         out = np.zeros(OUT_OVERFLOW + capacity, dtype=np.uint64)
         stats_twins.csr_stats(csr.indptr, csr.indices, m, capacity, out)
         out = out.view(np.int64)
@@ -330,25 +378,23 @@ def _read_statistics(csr: Any) -> tuple[np.ndarray, np.ndarray]:
     device = runtime.getDevice()
     space = _WORKSPACES.by_device.get(device)
     if space is None:
-        space = _WORKSPACES.by_device[device] = _Workspace()
-    space.fit(STATS_COUNTERS + OUT_OVERFLOW + capacity, QUEUE_WORDS * queue_capacity(nnz, csr.index_dtype.itemsize))
+        space = _WORKSPACES.by_device[device] = _Workspace(device)
+    kernel, grid, scalars, capacity = space.plan(m, csr.nnz, csr.index_dtype)
     space.epoch += 1
     stream = cupy.cuda.get_current_stream().ptr
-    pointer = space.buffer.data.ptr
     # The counters and the head are counted into; the overflow list is written before it is
     # read, the queue never needs zeroing (epochs).
-    runtime.memsetAsync(pointer, 0, (STATS_COUNTERS + OUT_OVERFLOW) * 8, stream)
-    _statistics_kernel(csr, space.buffer, space.queue, space.epoch)
-    copied = min(HEAD_OVERFLOW_ROWS, capacity)
-    runtime.memcpyAsync(space.head_pointer, pointer + 8 * STATS_COUNTERS, (OUT_OVERFLOW + copied) * 8,
+    runtime.memsetAsync(space.pointer, 0, (STATS_COUNTERS + OUT_OVERFLOW) * 8, stream)
+    kernel(grid, (STATS_BLOCK,), (csr.indptr, csr.indices, *scalars, np.uint64(space.epoch), *space.pointers))
+    copied = min(HEAD_OVERFLOW_ROWS, capacity, space.head.size - OUT_OVERFLOW)
+    runtime.memcpyAsync(space.head_pointer, space.pointer + 8 * STATS_COUNTERS, (OUT_OVERFLOW + copied) * 8,
                         runtime.memcpyDeviceToHost, stream)
     runtime.streamSynchronize(stream)
-    head = space.head[:OUT_OVERFLOW]
-    longer = min(int(head[OUT_OVERFLOW_ROWS]), capacity)
+    longer = min(space.head.item(OUT_OVERFLOW_ROWS), capacity)
     if longer <= copied:
-        return head, space.head[OUT_OVERFLOW:OUT_OVERFLOW + longer]
+        return space.head_words, space.head[OUT_OVERFLOW:OUT_OVERFLOW + longer]
     first = STATS_COUNTERS + OUT_OVERFLOW
-    return head, space.buffer[first:first + longer].get().view(np.int64)
+    return space.head_words, space.buffer[first:first + longer].get().view(np.int64)
 
 
 def _statistics_buffer(csr: Any) -> np.ndarray:
@@ -359,20 +405,21 @@ def _statistics_buffer(csr: Any) -> np.ndarray:
 
 
 def _length_histogram(head: np.ndarray, longer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(row lengths ascending, rows of each) from a statistics buffer's head and the overflow list
-    as far as the buffer holds it. Only the bins up to the longest row are read. The lengths in
-    the bins are distinct; the overflow rows follow one by one, sorted (a length may repeat there,
-    which the summaries allow: it saves a unique)."""
-    if int(head[OUT_OVERFLOW_ROWS]) > longer.size:
-        raise RuntimeError(f"{int(head[OUT_OVERFLOW_ROWS])} rows of {ROW_STATS_BINS} entries or more cannot fit in "
+    """(row lengths ascending, rows of each) as int64 arrays, from a statistics buffer's head and
+    the overflow list as far as the buffer holds it. Only the bins up to the longest row are read.
+    The lengths in the bins are distinct; the overflow rows follow one by one, sorted (a length
+    may repeat there, which the summaries allow: it saves a unique)."""
+    overflow_rows, longest = head[OUT_OVERFLOW_ROWS:OUT_BINS].tolist()
+    if overflow_rows > longer.size:
+        raise RuntimeError(f"{overflow_rows} rows of {ROW_STATS_BINS} entries or more cannot fit in "
                            f"{longer.size} entries: the matrix's indptr is not monotone")
-    longest = int(head[OUT_LONGEST])
     bins = head[OUT_BINS:OUT_BINS + (longest + 1 if 0 <= longest < ROW_STATS_BINS else ROW_STATS_BINS)]
-    lengths = bins.nonzero()[0]
-    counts = bins[lengths]
+    # A bool array's nonzero is several times faster than an int64 array's.
+    lengths = bins.astype(bool).nonzero()[0]
+    counts = bins.take(lengths)
     if longer.size:
-        lengths = np.concatenate([lengths, np.sort(longer)])
-        counts = np.concatenate([counts, np.ones(longer.size, dtype=counts.dtype)])
+        lengths = np.concatenate((lengths, np.sort(longer)))
+        counts = np.concatenate((counts, np.ones(longer.size, counts.dtype)))
     return lengths, counts
 
 
@@ -388,64 +435,147 @@ def hyb_width_from_lengths(lengths: np.ndarray, counts: np.ndarray, value_dtype:
     2
     """
     return _summary_of_many(lengths, counts, int(counts.sum()), np.dtype(value_dtype).itemsize,
-                            np.dtype(index_dtype).itemsize, 0)[2]
+                            np.dtype(index_dtype).itemsize, 0)[5]
 
 
 #: Row-count fractions of the reported length quantiles (MatrixStats.row_quantiles).
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
-_QUANTILE_FRACTIONS = np.array(list(QUANTILES.values()))
-#: Distinct row lengths up to which the host summary runs on Python integers rather than NumPy
-#: arrays: a NumPy call costs about a microsecond whatever its size, a Python step a few tens of
-#: nanoseconds, and most matrices have a few distinct lengths only.
-FEW_LENGTHS = 48
+_QUANTILE_FRACTIONS = tuple(QUANTILES.values())
+#: The host summary's bins are read whole into Python when the longest row is shorter than
+#: DENSE_BINS and none is past the bins, and summed there when at most FEW_LENGTHS of them hold
+#: rows (most matrices): a NumPy call costs about half a microsecond whatever its size, a Python
+#: step over an empty bin a few tens of nanoseconds, over a length about a quarter microsecond.
+DENSE_BINS = 64
+FEW_LENGTHS = 16
+#: Lengths at most that :func:`_summary_of_bins` evaluates HYB's cost at, in Python.
+HYB_WINDOW = 64
+#: Rows up to this long never count as CSR's long rows (its sub-warp limit at one thread a row),
+#: so the limit, a few Python calls, is only looked up for matrices with longer rows.
+SHORTEST_LONG_ROW_LIMIT = long_row_limit(THREADS_PER_ROW[0])
+_DENSE_SQUARES = [k * k for k in range(DENSE_BINS)]
+_BIN_LENGTHS = np.arange(ROW_STATS_BINS, dtype=np.int64)
+_BIN_SQUARES = (_BIN_LENGTHS * _BIN_LENGTHS).astype(np.float64)  # for a BLAS dot, exact below 2^53
 
-# The host summary of a length histogram (lengths ascending, rows of each; m rows in all; a
-# length may repeat, see _length_histogram), in two equal ways: (sum of squared lengths, the QUANTILES' lengths, HYB's width, entries
-# in HYB's ELL part at that width, rows longer than `limit`). The q-quantile is the shortest
-# length whose cumulative row count reaches q * m; HYB's cost is evaluated with the same float64
-# operations, in the same order, as sparsegpu.formats.hyb.width_for_counts, on exact integers
-# (exact below 2^53), so both ways give the same bits. A repeated length's first copy counts the
-# later copies as overflow, so its cost is higher and the minimum falls on its last copy.
+# The host summary of the row lengths (m rows in all), in three equal ways: (shortest length,
+# longest, empty rows, sum of squared lengths, the QUANTILES' lengths, HYB's width, entries in
+# HYB's ELL part at that width, rows longer than `limit`). _summary_of_dense sums a short dense
+# histogram in Python; _summary_of_bins takes the statistics buffer's bins (the dense histogram
+# of the lengths below ROW_STATS_BINS) as they are and the longer rows' lengths apart, and
+# declines (None) what it cannot settle from the bins; _summary_of_many takes every length,
+# ascending, with its rows (_length_histogram). The q-quantile is the shortest length whose
+# cumulative row count reaches q * m. The sum of squares is exact, then rounded once.
+#
+# HYB's width is the first minimum over the lengths w of its cost (R rows, E entries; `over`
+# rows longer than w, holding `after` entries; v, i the value and index bytes)
+#     cost(w) = R * w * (v + i) + (after - w * over) * (v + 2 i) + over * 2 v,
+# evaluated with the same float64 operations, in the same order, as
+# sparsegpu.formats.hyb.width_for_counts. A repeated length's first copy costs more than its
+# last (by 2 v), where the minimum falls. The entries in the ELL part at that width are those of
+# the rows up to it, plus w for every longer row.
 
 
-def _summary_of_few(lengths: list[int], counts: list[int], m: int, value_bytes: int, index_bytes: int,
-                    limit: int) -> tuple[float, list[int], int, float, int]:
-    rows_upto = list(itertools.accumulate(counts))
-    entries_upto = list(itertools.accumulate(map(operator.mul, counts, lengths)))
-    rows, entries = rows_upto[-1], entries_upto[-1]
-    squares = float(sum(c * k * k for c, k in zip(counts, lengths)))
-    quantiles = [lengths[bisect.bisect_left(rows_upto, q * m)] for q in _QUANTILE_FRACTIONS.tolist()]
-    best, width = math.inf, lengths[0]
-    for length, rows_to, entries_to in zip(lengths, rows_upto, entries_upto):
-        over, w = float(rows - rows_to), float(length)
-        cost = (float(rows) * w * (value_bytes + index_bytes)
-                + (float(entries - entries_to) - w * over) * (value_bytes + 2 * index_bytes)
-                + over * 2 * value_bytes)
-        if cost < best:
-            best, width = cost, length
-    in_ell = float(sum(min(length, width) * c for length, c in zip(lengths, counts)))
-    up_to_limit = bisect.bisect_right(lengths, limit)
-    return squares, quantiles, width, in_ell, rows - (rows_upto[up_to_limit - 1] if up_to_limit else 0)
+def _cheapest_of_few(lengths: Iterable[int], counts: list[int], rows_to: int, entries_to: int, rows: int,
+                     entries: int, value_bytes: int, index_bytes: int) -> tuple[int, int, int]:
+    """HYB's first cheapest width among ``lengths`` (ascending, with ``counts`` rows of each: a
+    length of none is skipped), past ``rows_to`` shorter rows holding ``entries_to`` entries, of
+    ``rows`` rows and ``entries`` entries in all; with the rows and the entries up to it."""
+    total, per_slot, per_overflow, per_over_row = float(rows), value_bytes + index_bytes, \
+        value_bytes + 2 * index_bytes, 2 * value_bytes
+    best = math.inf
+    for length, count in zip(lengths, counts):
+        if count:
+            rows_to, entries_to = rows_to + count, entries_to + count * length
+            over, w = float(rows - rows_to), float(length)
+            cost = (total * w * per_slot + (float(entries - entries_to) - w * over) * per_overflow
+                    + over * per_over_row)
+            if cost < best:
+                best, cheapest = cost, (length, rows_to, entries_to)
+    return cheapest
+
+
+def _summary_of_dense(bins: list[int], m: int, entries: int, value_bytes: int, index_bytes: int,
+                      limit: int) -> tuple[int, int, int, float, list[int], int, float, int]:
+    """The summary of a short dense histogram in Python integers: ``bins[k]`` rows of length k,
+    up to the longest row, ``entries`` entries in all."""
+    rows_upto = list(itertools.accumulate(bins))
+    rows = rows_upto[-1]
+    squares = sum(map(operator.mul, bins, _DENSE_SQUARES))
+    quantiles = [bisect.bisect_left(rows_upto, q * m) for q in _QUANTILE_FRACTIONS]  # position k: length k
+    width, rows_to, entries_to = _cheapest_of_few(range(len(bins)), bins, 0, 0, rows, entries, value_bytes,
+                                                  index_bytes)
+    return (bisect.bisect_left(rows_upto, 1), len(bins) - 1, bins[0], float(squares), quantiles, width,
+            float(entries_to + width * (rows - rows_to)), rows - rows_upto[min(limit, len(bins) - 1)])
 
 
 def _summary_of_many(lengths: np.ndarray, counts: np.ndarray, m: int, value_bytes: int, index_bytes: int,
-                     limit: int) -> tuple[float, list[int], int, float, int]:
-    widths = lengths.astype(np.float64)
+                     limit: int) -> tuple[int, int, int, float, list[int], int, float, int]:
+    """The summary of every length, ascending (a length may repeat), with its rows: NumPy arrays."""
     rows_upto = counts.cumsum()
-    entries_upto = (counts * lengths).cumsum()
-    squares = float(counts.astype(np.float64) @ (widths * widths))
-    quantiles = lengths[rows_upto.searchsorted(_QUANTILE_FRACTIONS * m)].tolist()
-    # Rows longer than each candidate width K and their entries past slot K.
-    rows_over = (rows_upto[-1] - rows_upto).astype(np.float64)
-    entries_after = (entries_upto[-1] - entries_upto).astype(np.float64)
-    cost = (float(rows_upto[-1]) * widths * (value_bytes + index_bytes)
-            + (entries_after - widths * rows_over) * (value_bytes + 2 * index_bytes)
-            + rows_over * 2 * value_bytes)
-    width = int(lengths[cost.argmin()])
-    in_ell = float(np.minimum(lengths, width) @ counts)
+    products = counts * lengths
+    entries_upto = products.cumsum()
+    rows, entries, longest = int(rows_upto[-1]), int(entries_upto[-1]), int(lengths[-1])
+    # Exact in int64 below 2^63 (any matrix a device holds), the float64 sum past it.
+    squares = float(products @ (lengths if entries * longest < 2**63 else lengths.astype(np.float64)))
+    quantiles = lengths[rows_upto.searchsorted(np.array(_QUANTILE_FRACTIONS) * m)].tolist()
+    widths = lengths.astype(np.float64)
+    over = (rows - rows_upto).astype(np.float64)
+    cost = (float(rows) * widths * (value_bytes + index_bytes)
+            + ((entries - entries_upto).astype(np.float64) - widths * over) * (value_bytes + 2 * index_bytes)
+            + over * (2 * value_bytes))
+    t = int(cost.argmin())
+    width = int(lengths[t])
     up_to_limit = int(lengths.searchsorted(limit, "right"))
-    return (squares, quantiles, width, in_ell,
-            int(rows_upto[-1]) - (int(rows_upto[up_to_limit - 1]) if up_to_limit else 0))
+    return (int(lengths[0]), longest, int(counts[0]) if lengths[0] == 0 else 0, squares, quantiles, width,
+            float(entries_upto[t] + width * (rows - rows_upto[t])),
+            rows - (int(rows_upto[up_to_limit - 1]) if up_to_limit else 0))
+
+
+# _summary_of_bins evaluates HYB's cost only at the lengths that can hold its minimum, where every
+# cost is exact (integers below 2^53, which R * (longest * (2 v + 3 i) + 2 v) bounds). With r_w
+# the rows of length w or shorter, the exact cost falls from a length w to the next, w', by
+#     2 v * (rows of length w') - (w' - w) * gain_w,  gain_w = (v + 2 i) * r_w - i * R,
+# and gain grows with w. So the cost falls strictly while gain_w <= 0: the minimum lies at or past
+# `first`, the shortest length with gain > 0. From any length p with gain_p > 0 on, the cost falls
+# by at most 2 v * (R - r_p) in all and grows by at least gain_p per unit of width, so lengths past
+# p + 2 v * (R - r_p) // gain_p (`reach`) cost more than p. With p the shortest length where
+# gain_p >= i * R, reach is at most p + 2 v / i: the candidates are the lengths from about the
+# i / (v + 2 i) quantile of the rows to a few past the 2 i / (v + 2 i) quantile (p50 at fp64 and
+# int32), and the rows past the bins are never among them when reach is shorter than
+# ROW_STATS_BINS.
+
+
+def _summary_of_bins(bins: np.ndarray, longer: np.ndarray, longest: int, m: int, entries: int, value_bytes: int,
+                     index_bytes: int, limit: int) -> tuple[int, int, int, float, list[int], int, float, int] | None:
+    """The summary from the buffer's bins (``bins[k]`` rows of length k, up to the longest row or
+    ROW_STATS_BINS) and the longer rows' lengths ``longer`` (unsorted), of ``entries`` entries
+    in all, the longest row ``longest`` long; None where a quantile, HYB's width or ``limit``
+    lies past the bins, where the costs are not exact, or where more than HYB_WINDOW lengths may
+    hold HYB's width (see the comment above)."""
+    rows_upto = np.add.accumulate(bins)  # rows of length k or shorter: position k
+    rows = rows_upto.item(-1) + longer.size
+    per_overflow = value_bytes + 2 * index_bytes
+    if (rows * (longest * (2 * value_bytes + 3 * index_bytes) + 2 * value_bytes) > 2**53  # inexact costs
+            or rows * (bins.size - 1) ** 2 >= 2**53  # an inexact float64 sum of the bins' squares
+            or longer.size and (limit >= ROW_STATS_BINS or longer.size * longest * longest >= 2**63)):
+        return None
+    # Searched in integers: rows_upto >= 1, >= q * m; gain > 0; gain >= i * R; all the bins' rows.
+    positions = rows_upto.searchsorted([1, *[math.ceil(q * m) for q in _QUANTILE_FRACTIONS],
+                                        index_bytes * rows // per_overflow + 1,
+                                        -(-2 * index_bytes * rows // per_overflow), rows - longer.size]).tolist()
+    if max(positions) >= bins.size:
+        return None
+    shortest, *quantiles, first, pivot, last = positions
+    pivot_rows = rows_upto.item(pivot)
+    reach = pivot + 2 * value_bytes * (rows - pivot_rows) // (per_overflow * pivot_rows - index_bytes * rows)
+    if longer.size and reach >= ROW_STATS_BINS or min(reach, bins.size - 1) - first >= HYB_WINDOW:
+        return None
+    stop = min(reach, bins.size - 1) + 1
+    width, rows_to, entries_to = _cheapest_of_few(
+        range(first, stop), bins[first:stop].tolist(), rows_upto.item(first - 1) if first else 0,
+        int(bins[:first].dot(_BIN_LENGTHS[:first])) if first else 0, rows, entries, value_bytes, index_bytes)
+    squares = int(_BIN_SQUARES[:last + 1].dot(bins[:last + 1])) + (int(longer.dot(longer)) if longer.size else 0)
+    return (shortest, longest, bins.item(0), float(squares), quantiles, width,
+            float(entries_to + width * (rows - rows_to)), rows - rows_upto.item(min(limit, bins.size - 1)))
 
 
 def matrix_stats(A: Any, *, backend: str | None = None) -> MatrixStats:
@@ -466,46 +596,42 @@ def _summarise(head: np.ndarray, longer: np.ndarray, shape: tuple[int, int], nnz
                index_bytes: int) -> MatrixStats:
     """:class:`MatrixStats` from a statistics buffer's head and overflow list (host work only)."""
     m, n = shape
-    below, on, above, distance, band, slice_widths = head[:OUT_OVERFLOW_ROWS].tolist()
+    below, on, above, distance, band, slice_widths, overflow_rows, longest = head[:OUT_BINS].tolist()
     mean = nnz / m if m else 0.0
     if m:
+        limit = long_row_limit(threads_per_row(mean)) if longest > SHORTEST_LONG_ROW_LIMIT else longest
         # The lengths: the bins up to the longest row, then the longer rows' (at most
-        # nnz / ROW_STATS_BINS): few values whatever the matrix's size.
-        lengths, counts = _length_histogram(head, longer)
-        limit = long_row_limit(threads_per_row(mean))
-        if lengths.size <= FEW_LENGTHS:
-            summary = _summary_of_few(lengths.tolist(), counts.tolist(), m, value_bytes, index_bytes, limit)
-        else:
-            summary = _summary_of_many(lengths, counts, m, value_bytes, index_bytes, limit)
-        squares, quantile_lengths, width, in_ell, long_rows = summary
+        # nnz / ROW_STATS_BINS): few values whatever the matrix's size. Summed in Python when
+        # they are few and short, else from the bins as they are, else merged into one histogram.
+        # The entries in all are nnz: a CSR's row lengths sum to it.
+        summary = None
+        if not overflow_rows and 0 <= longest < DENSE_BINS:
+            bins = head[OUT_BINS:OUT_BINS + longest + 1].tolist()
+            if len(bins) - bins.count(0) <= FEW_LENGTHS:
+                summary = _summary_of_dense(bins, m, nnz, value_bytes, index_bytes, limit)
+        if summary is None and 0 <= longest and overflow_rows <= longer.size:
+            summary = _summary_of_bins(head[OUT_BINS:OUT_BINS + min(longest + 1, ROW_STATS_BINS)], longer, longest, m,
+                                       nnz, value_bytes, index_bytes, limit)
+        if summary is None:
+            summary = _summary_of_many(*_length_histogram(head, longer), m, value_bytes, index_bytes, limit)
+        row_min, row_max, empty, squares, quantile_lengths, width, in_ell, long_rows = summary
         var = max(squares / m - mean * mean, 0.0)
-        row_min, row_max = int(lengths[0]), int(lengths[-1])
         quantiles = dict(zip(QUANTILES, quantile_lengths))
-        empty = int(counts[0]) if row_min == 0 else 0
     else:
         var, row_min, row_max, width, in_ell, empty, long_rows = 0.0, 0, 0, 0, 0.0, 0, 0
         quantiles = dict.fromkeys(QUANTILES, 0)
-    return MatrixStats(
-        rows=m, cols=n, nnz=nnz,
-        density=nnz / (m * n) if m and n else 0.0,
-        row_mean=mean, row_std=math.sqrt(var),
-        row_min=row_min, row_max=row_max,
-        row_quantiles=quantiles,
-        row_cv=math.sqrt(var) / mean if mean else 0.0,
-        empty_rows=empty,
-        ell_fill=(m * row_max - nnz) / nnz if nnz else 0.0,
-        hyb_width=width,
-        hyb_ell_fraction=in_ell / nnz if nnz else 1.0,
-        sell_fill=(slice_widths * SELL_SLICE - nnz) / nnz if nnz else 0.0,
-        csr_long_rows=long_rows,
-        bandwidth=band,
-        mean_distance=distance / nnz if nnz else 0.0,
-        lower_fraction=below / nnz if nnz else 0.0,
-        upper_fraction=above / nnz if nnz else 0.0,
-        diagonal_fraction=on / nnz if nnz else 0.0,
-        value_bytes=value_bytes,
-        index_bytes=index_bytes,
-    )
+    std = math.sqrt(var)
+    if nnz:
+        ell_fill, in_ell, sell_fill = (m * row_max - nnz) / nnz, in_ell / nnz, (slice_widths * SELL_SLICE - nnz) / nnz
+        distance, below, above, on = distance / nnz, below / nnz, above / nnz, on / nnz
+    else:
+        ell_fill, in_ell, sell_fill, distance, below, above, on = 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    # Positionally, in the fields' order: 23 keywords cost a microsecond more.
+    return MatrixStats(m, n, nnz, nnz / (m * n) if m and n else 0.0,  # rows, cols, nnz, density
+                       mean, std, row_min, row_max, quantiles, std / mean if mean else 0.0,  # row_*
+                       empty, ell_fill, width, in_ell, sell_fill, long_rows,  # ... csr_long_rows
+                       band, distance, below, above, on,  # bandwidth, mean_distance, *_fraction
+                       value_bytes, index_bytes)
 
 
 # --------------------------------------------------------------------------- the model

@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sparsegpu
@@ -59,38 +59,52 @@ def test_stats_match_numpy(backend, rng):
 
 
 def numpy_stats(csr) -> advisor.MatrixStats:
-    """The advisor's statistics straight from the arrays: dense length histogram, every row's
-    entries, HYB's own width_for_counts, SELL slices padded with empty rows."""
+    """The advisor's statistics straight from the arrays: every row's entries, SELL slices padded
+    with empty rows, then :func:`stats_of_lengths`."""
     indptr, indices = np.asarray(csr.indptr).astype(np.int64), np.asarray(csr.indices).astype(np.int64)
-    (m, n), nnz = csr.shape, csr.nnz
+    m, nnz = csr.shape[0], csr.nnz
     lengths = np.diff(indptr)
     rows = np.repeat(np.arange(m), lengths)
     offset = indices - rows
     distance = np.abs(offset)
+    padded = np.zeros(-(-m // DEFAULT_C) * DEFAULT_C, dtype=np.int64)
+    padded[:m] = lengths
+    slots = int(padded.reshape(-1, DEFAULT_C).max(axis=1).sum()) * DEFAULT_C
+    structure = [(offset < 0).sum(), (offset == 0).sum(), (offset > 0).sum(), distance.sum(),
+                 distance.max() if nnz else 0]
+    return stats_of_lengths(lengths, csr.shape[1], structure, slots, csr.dtype.itemsize, csr.index_dtype.itemsize)
+
+
+def stats_of_lengths(lengths, n_cols: int, structure, sell_slots: int, value_bytes: int,
+                     index_bytes: int) -> advisor.MatrixStats:
+    """The advisor's statistics of rows of these lengths, in any order: sorted lengths, the dense
+    length histogram, HYB's own width_for_counts; the entries' places (below, on and above the
+    diagonal, sum and max of |i - j|) and SELL's slots as given."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    below, on, above, distance, band = (int(word) for word in structure)
+    m, nnz = lengths.size, int(lengths.sum())
     mean = nnz / m if m else 0.0
     var = max(float((lengths.astype(np.float64) ** 2).sum()) / m - mean * mean, 0.0) if m else 0.0
     row_max = int(lengths.max()) if m else 0
     counts = np.bincount(lengths, minlength=1)
-    width = width_for_counts(counts, csr.dtype, csr.index_dtype) if m else 0
-    padded = np.zeros(-(-m // DEFAULT_C) * DEFAULT_C, dtype=np.int64)
-    padded[:m] = lengths
-    slots = int(padded.reshape(-1, DEFAULT_C).max(axis=1).sum()) * DEFAULT_C
+    width = width_for_counts(counts, BYTES_DTYPES[value_bytes], BYTES_DTYPES[index_bytes]) if m else 0
     ordered = np.sort(lengths)
     return advisor.MatrixStats(
-        rows=m, cols=n, nnz=nnz, density=nnz / (m * n) if m and n else 0.0,
+        rows=m, cols=n_cols, nnz=nnz, density=nnz / (m * n_cols) if m and n_cols else 0.0,
         row_mean=mean, row_std=math.sqrt(var), row_min=int(lengths.min()) if m else 0, row_max=row_max,
         row_quantiles={f"p{int(q * 100)}": int(ordered[math.ceil(q * m) - 1]) if m else 0 for q in (0.5, 0.9, 0.99)},
         row_cv=math.sqrt(var) / mean if mean else 0.0, empty_rows=int((lengths == 0).sum()),
         ell_fill=(m * row_max - nnz) / nnz if nnz else 0.0, hyb_width=width,
         hyb_ell_fraction=float(np.minimum(lengths, width).sum()) / nnz if nnz else 1.0,
-        sell_fill=(slots - nnz) / nnz if nnz else 0.0,
+        sell_fill=(sell_slots - nnz) / nnz if nnz else 0.0,
         csr_long_rows=int((lengths > long_row_limit(threads_per_row(mean))).sum()),
-        bandwidth=int(distance.max()) if nnz else 0,
-        mean_distance=int(distance.sum()) / nnz if nnz else 0.0,
-        lower_fraction=int((offset < 0).sum()) / nnz if nnz else 0.0,
-        upper_fraction=int((offset > 0).sum()) / nnz if nnz else 0.0,
-        diagonal_fraction=int((offset == 0).sum()) / nnz if nnz else 0.0,
-        value_bytes=csr.dtype.itemsize, index_bytes=csr.index_dtype.itemsize)
+        bandwidth=band, mean_distance=distance / nnz if nnz else 0.0,
+        lower_fraction=below / nnz if nnz else 0.0, upper_fraction=above / nnz if nnz else 0.0,
+        diagonal_fraction=on / nnz if nnz else 0.0, value_bytes=value_bytes, index_bytes=index_bytes)
+
+
+#: A dtype of each item size (width_for_counts reads only the item sizes).
+BYTES_DTYPES = {4: np.dtype(np.int32), 8: np.dtype(np.int64), 16: np.dtype(np.complex128)}
 
 
 def from_lengths(lengths, n_cols: int, rng) -> sp.csr_array:
@@ -178,6 +192,8 @@ def test_overflow_past_capacity_is_refused():
     head[twins.OUT_OVERFLOW_ROWS] = 3
     with pytest.raises(RuntimeError, match="not monotone"):
         advisor._length_histogram(head, np.zeros(2, np.int64))
+    with pytest.raises(RuntimeError, match="not monotone"):
+        advisor._summarise(head, np.zeros(2, np.int64), (5, 5), 3, 8, 4)
 
 
 def kernel_constant(name: str) -> int:
@@ -224,19 +240,88 @@ def test_hyb_width_from_distinct_lengths_is_hybs_width(histogram, value_dtype, i
             == width_for_counts(dense, value_dtype, index_dtype))
 
 
+def statistics_buffer(lengths, rng) -> tuple[np.ndarray, np.ndarray, list[int], int]:
+    """The statistics buffer's head and overflow list (kernels/matrix_stats.cu's layout, as the
+    twin writes it) for rows of these lengths, with made-up words for the entries' places and
+    SELL's slices (the summary only passes them on); and those words, and SELL's slots."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    head = np.zeros(twins.OUT_OVERFLOW, np.int64)
+    nnz = int(lengths.sum())
+    head[:twins.OUT_SLICE_WIDTHS] = structure = [*rng.multinomial(nnz, [0.3, 0.4, 0.3]), rng.integers(0, 10**12),
+                                                 rng.integers(0, 10**6)]
+    head[twins.OUT_SLICE_WIDTHS] = slice_widths = rng.integers(0, 2 * nnz + 1)
+    head[twins.OUT_BINS:] = np.bincount(lengths[lengths < BINS], minlength=BINS)
+    longer = rng.permutation(lengths[lengths >= BINS])
+    head[twins.OUT_OVERFLOW_ROWS], head[twins.OUT_LONGEST] = longer.size, lengths.max()
+    return head, longer, structure, int(slice_widths) * twins.SELL_SLICE
+
+
+@st.composite
+def length_groups(draw) -> dict[int, int]:
+    """Row lengths as {length: rows}: a few short lengths (the Python summary's), lengths anywhere
+    in the bins, a few rows past the bins (sometimes more than a percent)."""
+    groups = draw(st.dictionaries(st.integers(0, 63), st.integers(1, 3000), max_size=12))
+    groups.update(draw(st.dictionaries(st.integers(0, BINS - 1), st.integers(1, 3000), max_size=draw(
+        st.sampled_from([0, 3, 30])))))
+    groups.update(draw(st.dictionaries(st.integers(BINS, 3 * BINS), st.integers(1, draw(st.sampled_from([3, 300]))),
+                                       max_size=6)))
+    return groups or {draw(st.integers(0, 3 * BINS)): 1}
+
+
+@settings(max_examples=150, deadline=None)
+@given(length_groups(), st.sampled_from([(4, 4), (8, 4), (16, 4), (8, 8), (16, 8)]), st.integers(0, 2**32 - 1))
+def test_summary_matches_numpy_on_any_length_histogram(groups, value_and_index_bytes, seed):
+    """The host summary of a statistics buffer, against the statistics computed afresh from every
+    row's length, on histograms of every shape: few lengths, lengths over all the bins, rows
+    past the bins (a quantile, HYB's width among them or not)."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.permutation(np.repeat(np.array(list(groups), dtype=np.int64), list(groups.values())))
+    head, longer, structure, slots = statistics_buffer(lengths, rng)
+    value_bytes, index_bytes = value_and_index_bytes
+    n_cols = int(rng.integers(1, 10**6))
+    assert (advisor._summarise(head, longer, (lengths.size, n_cols), int(lengths.sum()), value_bytes, index_bytes)
+            == stats_of_lengths(lengths, n_cols, structure, slots, value_bytes, index_bytes))
+
+
+@pytest.mark.parametrize("label, groups", [
+    ("most rows past the bins", {BINS + 904: 50, 3: 10}),
+    ("p99 past the bins", {BINS + 904: 3, 3: 197}),
+    ("HYB's width may be past the bins", {BINS: 300, BINS - 1: 1000, 0: 5}),
+    ("more candidate widths than HYB_WINDOW", {k: 1 + k % 3 for k in range(0, 4000, 3)}),
+    ("a long row among short ones", {3: 5000, 3 * BINS + 7: 1}),
+])
+def test_summary_of_the_bins_declines_what_the_bins_do_not_settle(label, groups, rng):
+    """Where a quantile or a candidate for HYB's width lies past the bins, or too many lengths
+    are candidates, the summary of the bins declines and the merged histogram's gives the same."""
+    lengths = rng.permutation(np.repeat(np.array(list(groups), dtype=np.int64), list(groups.values())))
+    head, longer, structure, slots = statistics_buffer(lengths, rng)
+    longest = int(lengths.max())
+    bins = head[twins.OUT_BINS:twins.OUT_BINS + min(longest + 1, BINS)]
+    settled = advisor._summary_of_bins(bins, longer, longest, lengths.size, int(lengths.sum()), 8, 4, 64)
+    assert (settled is None) == (label != "a long row among short ones"), label
+    assert (advisor._summarise(head, longer, (lengths.size, 5 * BINS), int(lengths.sum()), 8, 4)
+            == stats_of_lengths(lengths, 5 * BINS, structure, slots, 8, 4)), label
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.dictionaries(st.integers(0, 30_000), st.integers(1, 10**5), min_size=1, max_size=advisor.FEW_LENGTHS),
+@given(st.dictionaries(st.integers(0, 3000), st.integers(1, 10**5), min_size=1, max_size=40),
        st.sampled_from([4, 8, 16]), st.sampled_from([4, 8]), st.integers(0, 3000))
-def test_both_host_summaries_agree(histogram, value_bytes, index_bytes, limit):
-    """The Python-integer summary (few distinct lengths) and the NumPy one give the same bits
-    where their float64 sums are exact (below 2^53: any matrix that fits in device memory)."""
+def test_the_host_summaries_agree(histogram, value_bytes, index_bytes, limit):
+    """The NumPy summary of the distinct lengths, the summary of the dense bins (where it settles
+    the histogram) and the Python one of a short dense histogram give the same bits: their
+    float64 costs are exact here, below 2^53, as for any matrix that fits in device memory."""
     lengths = np.array(sorted(histogram), dtype=np.int64)
     counts = np.array([histogram[k] for k in lengths.tolist()], dtype=np.int64)
-    m = int(counts.sum())
-    assume(sum(c * k * k for c, k in histogram.items()) < 2**53 and m * max(histogram) * 32 < 2**53)
-    few = advisor._summary_of_few(lengths.tolist(), counts.tolist(), m, value_bytes, index_bytes, limit)
+    dense = np.zeros(lengths[-1] + 1, dtype=np.int64)
+    dense[lengths] = counts
+    m, entries = int(counts.sum()), int(counts @ lengths)
     many = advisor._summary_of_many(lengths, counts, m, value_bytes, index_bytes, limit)
-    assert few == many and all(type(a) is type(b) for a, b in zip(few, many))
+    assert all(type(a) is type(b) for a, b in zip(many, (0, 0, 0, 0.0, [], 0, 0.0, 0)))
+    bins = advisor._summary_of_bins(dense, np.zeros(0, np.int64), int(lengths[-1]), m, entries, value_bytes,
+                                    index_bytes, limit)
+    assert bins is None or bins == many
+    if dense.size <= advisor.DENSE_BINS:
+        assert advisor._summary_of_dense(dense.tolist(), m, entries, value_bytes, index_bytes, limit) == many
 
 
 def gpu_and_cpu_buffers(S, index_dtype):
@@ -365,6 +450,46 @@ def test_gpu_structure_tiles_and_chunks(index_dtype, rng):
         shifted[1:] = gpu.indices
         unaligned = sparsegpu.CSR._make(gpu.data, shifted[1:], gpu.indptr, gpu.shape, "gpu")
         assert_same_buffer(advisor._statistics_buffer(unaligned), twin, label + " (indices not 16-byte aligned)")
+
+
+@pytest.mark.gpu
+def test_gpu_workspace_launches_what_a_fresh_launch_would(monkeypatch, rng):
+    """The launch _read_statistics keeps in its workspace between calls (kernel, grid, scalars,
+    pointers) is the one _statistics_kernel builds afresh on the same buffer, queue and epoch:
+    matrices one after another, growing the workspace, then smaller again, then of the same
+    shape with other arrays, with either index type."""
+    import cupy
+
+    launches, forward = [], [True]
+    fresh_function = advisor.STATS_KERNELS.function
+
+    def recording_function(*args):
+        kernel = fresh_function(*args)
+
+        def launch(grid, block, arguments):
+            launches.append((grid, block, [(type(a), a.data.ptr if isinstance(a, cupy.ndarray) else int(a))
+                                           for a in arguments]))
+            if forward[0]:
+                kernel(grid, block, arguments)
+        return launch
+
+    monkeypatch.setattr(advisor.STATS_KERNELS, "function", recording_function)
+    monkeypatch.setattr(advisor, "_WORKSPACES", advisor._Workspaces())  # kernels looked up afresh
+    small = from_lengths(rng.integers(0, 9, 3000), 500, rng)
+    large = from_lengths(np.concatenate([rng.integers(0, 40, 200_000), [3 * BINS, 40 * BINS]]), 41 * BINS, rng)
+    for index_dtype in (np.int32, np.int64, np.int32):
+        for S in (small, large, small, small.copy()):
+            gpu = sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend="gpu")
+            launches.clear()
+            forward[0] = True
+            advisor._read_statistics(gpu)
+            space = advisor._WORKSPACES.by_device[cupy.cuda.runtime.getDevice()]
+            forward[0] = False
+            advisor._statistics_kernel(gpu, space.buffer, space.queue, space.epoch)
+            assert len(launches) == 2 and launches[0] == launches[1]
+            forward[0] = True
+            assert advisor.matrix_stats(gpu) == numpy_stats(sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype,
+                                                                                      backend="cpu"))
 
 
 @pytest.mark.gpu
