@@ -40,10 +40,10 @@ __device__ __forceinline__ V padded_row_sum(const I* __restrict__ indices, const
     return sum;
 }
 
-// Grid-stride over rows with at most one wave of resident blocks (the host sizes the grid): a
-// block's fixed costs (and, with a dot, its reduction, fence and ticket, which otherwise hold
-// its slot on the multiprocessor while no loads are in flight) are paid once per wave, not per
-// 256 rows. Each row is still one thread's in-order sum.
+// Grid-stride over rows. Without a dot the host gives a thread per row; with one, at most one
+// wave of resident blocks, so a block's reduction, fence and ticket (which hold its slot on the
+// multiprocessor while no loads are in flight) are paid once per wave, not per 256 rows. Each
+// row is one thread's in-order sum either way.
 //
 // With `dot` non-null, also *dot = sum_r w[r] * y[r] (the y written here, in float64; w may be
 // x itself: CG's p.Ap), reduced deterministically (each thread's rows in order, then
