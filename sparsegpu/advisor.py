@@ -35,7 +35,8 @@ the device runs this one, so the slower of the two sets the pace):
   in any format: there these counts decide, unless a serial chain is longer.
 - ``bytes_f``: what format f's kernel streams, padding included (stored values and indices,
   pointers or permutations, x once, y once); ``gathers``: the L2 sectors of x moved by gathers
-  that miss L1, the same for every format (near the diagonal a block's x stays in L1).
+  that miss L1, the same for every format (near the diagonal a block's x stays in L1), less, for
+  SELL with staged columns, the share those serve (``longest_rows_fraction``).
 - ``chain_f``: the longest chain of dependent loads one thread runs: a round of 4 slots loads
   indices, then the x they name (JDS first reads the diagonals' bounds). A thread walks a whole
   row in ELL, JDS and SELL's direct mode, up to 64 sub-warp steps in CSR (then chunks), a tile
@@ -44,8 +45,9 @@ the device runs this one, so the slower of the two sets the pace):
   (choose_sigma, choose_split): sigma, the slots, ``split``, the longest row's parts, the units
   and the mode. In ``"units"`` mode (slices wider than ``split`` or hot columns) groups of 32
   threads take the units in one persistent launch: the chain is the units per group times the
-  slice bounds, ``unit_rounds_f`` rounds of at most ``split`` slots (their loads per round
-  fitted: ``unit_round_loads``) and a part's partial and ticket, then the longest row's partials
+  slice bounds, ``unit_rounds_f`` rounds over a lane's at most ``split`` slots (4 slots a round,
+  8 with staged columns; the loads per round fitted: ``unit_round_loads``) and a part's partial
+  and ticket, then the longest row's partials
   added SELL_PARTS_IN_FLIGHT at a time; ``e_f`` = SELL_UNITS_EFFICIENCY for its bookkeeping
   (1 for every other format and mode).
 - Fitted on a GPU by ``scripts/calibrate_advisor.py fit`` (least squares on log time, soft L1
@@ -135,6 +137,10 @@ class MatrixStats:
     diagonal_fraction: float
     value_bytes: int
     index_bytes: int
+    #: Share of the entries in the longest rows that SELL's staged columns would hold as many of
+    #: (sell.HOT_BYTES / value_bytes rows), when some row reaches sell.HOT_MIN_GATHERS entries
+    #: (else 0): the share of the gathers those columns would serve, exact for symmetric structure.
+    longest_rows_fraction: float = 0.0
 
     @property
     def triangular(self) -> str | None:
@@ -578,6 +584,27 @@ def _summary_of_bins(bins: np.ndarray, longer: np.ndarray, longest: int, m: int,
             float(entries_to + width * (rows - rows_to)), rows - rows_upto.item(min(limit, bins.size - 1)))
 
 
+def _entries_in_longest_rows(bins: np.ndarray, longer: np.ndarray, rows: int) -> int:
+    """Entries in the ``rows`` longest rows, from the statistics buffer's bins (``bins[k]`` rows
+    of length k) and the longer rows' lengths (unsorted).
+
+    >>> bins = np.array([5, 0, 3, 1])  # five empty rows, three of 2 entries, one of 3
+    >>> _entries_in_longest_rows(bins, np.array([9, 7]), 4), _entries_in_longest_rows(bins, np.array([9, 5, 7]), 2)
+    (21, 16)
+    """
+    if longer.size >= rows:
+        return int(np.partition(longer, longer.size - rows)[longer.size - rows:].sum())
+    rows -= longer.size
+    descending = bins[::-1]
+    rows_from_top = descending.cumsum()  # rows of the longest bins, from the longest down
+    whole = int(rows_from_top.searchsorted(rows))  # bins taken whole (the next one in part)
+    lengths = np.arange(bins.size - 1, -1, -1)
+    entries = int(longer.sum()) + int(descending[:whole] @ lengths[:whole])
+    if whole < bins.size:
+        entries += (rows - (int(rows_from_top[whole - 1]) if whole else 0)) * int(lengths[whole])
+    return entries
+
+
 def matrix_stats(A: Any, *, backend: str | None = None) -> MatrixStats:
     """Row-length and structure statistics of a scipy or sparsegpu matrix, computed on the
     matrix's backend (a scipy matrix goes to the active backend); the same on both backends.
@@ -621,6 +648,10 @@ def _summarise(head: np.ndarray, longer: np.ndarray, shape: tuple[int, int], nnz
         var, row_min, row_max, width, in_ell, empty, long_rows = 0.0, 0, 0, 0, 0.0, 0, 0
         quantiles = dict.fromkeys(QUANTILES, 0)
     std = math.sqrt(var)
+    longest_rows_fraction = 0.0
+    if nnz and row_max >= sell.HOT_MIN_GATHERS:
+        bins = head[OUT_BINS:OUT_BINS + min(row_max + 1, ROW_STATS_BINS)]
+        longest_rows_fraction = _entries_in_longest_rows(bins, longer, sell.HOT_BYTES // value_bytes) / nnz
     if nnz:
         ell_fill, in_ell, sell_fill = (m * row_max - nnz) / nnz, in_ell / nnz, (slice_widths * SELL_SLICE - nnz) / nnz
         distance, below, above, on = distance / nnz, below / nnz, above / nnz, on / nnz
@@ -631,7 +662,7 @@ def _summarise(head: np.ndarray, longer: np.ndarray, shape: tuple[int, int], nnz
                        mean, std, row_min, row_max, quantiles, std / mean if mean else 0.0,  # row_*
                        empty, ell_fill, width, in_ell, sell_fill, long_rows,  # ... csr_long_rows
                        band, distance, below, above, on,  # bandwidth, mean_distance, *_fraction
-                       value_bytes, index_bytes)
+                       value_bytes, index_bytes, longest_rows_fraction)
 
 
 # --------------------------------------------------------------------------- the model
@@ -639,6 +670,9 @@ def _summarise(head: np.ndarray, longer: np.ndarray, shape: tuple[int, int], nnz
 #: Loads a thread keeps in flight per round of its loop: kernels/spmv_ell.cu PADDED_UNROLL (ELL,
 #: SELL), spmv_jds.cu JDS_UNROLL, and spmv_csr.cu's four entries per step.
 ROUND_SLOTS = 4
+#: kernels/spmv_sell.cu HOT_UNROLL: slots a lane of SELL's unit loop loads per round when
+#: columns are staged (ROUND_SLOTS otherwise).
+SELL_HOT_ROUND_SLOTS = 8
 #: kernels/spmv_sell.cu PARTS_IN_FLIGHT: partial sums the last part of a row loads at once.
 SELL_PARTS_IN_FLIGHT = 8
 #: SELL's unit loop streams at this share of its direct kernel's rate: its bookkeeping cost
@@ -677,9 +711,10 @@ def sell_layout(stats: MatrixStats) -> SellLayout:
     past p99 in its window; choose_sigma is asked with that (at most the unsorted slots,
     ``sell_fill``). Sorted globally, the slots are bounded by C - 1 times the longest row minus
     the shortest. The longest row's slice is the widest for any sigma, so it is split when that
-    row is longer than ``split``. Hot columns need columns gathered HOT_MIN_GATHERS times, which
-    the row statistics do not give: a row that long stands for such a column (exact for
-    symmetric structure).
+    row is longer than ``split``. Hot columns need columns gathered HOT_MIN_GATHERS times that
+    take HOT_MIN_SHARE of the gathers, which the row statistics do not give: rows stand for
+    columns (exact for symmetric structure), a row that long for such a column and the longest
+    rows' share of the entries (``longest_rows_fraction``) for the staged columns' share.
 
     >>> import scipy.sparse as sp
     >>> layout = sell_layout(matrix_stats(sp.csr_array(sp.eye_array(40)), backend="cpu"))
@@ -701,7 +736,7 @@ def sell_layout(stats: MatrixStats) -> SellLayout:
     split = sell.choose_split(slots, C)
     is_split = 0 < split < stats.row_max
     parts = -(-stats.row_max // split) if is_split else 1
-    hot = stats.row_max >= sell.HOT_MIN_GATHERS
+    hot = stats.row_max >= sell.HOT_MIN_GATHERS and stats.longest_rows_fraction >= sell.HOT_MIN_SHARE
     units = slices + (-(-slots // (C * split)) if is_split else 0)
     return SellLayout(sigma=sigma, slots=slots, split=split, parts_of_longest=parts, units=units, hot=hot,
                       mode="units" if is_split or hot else "direct")
@@ -729,6 +764,7 @@ class _Shape:
     unit_rounds: int = 0  # SELL's units mode: rounds of lane slots on that chain (their loads are fitted)
     efficiency: float = 1.0  # structural share of the format's fitted streaming efficiency
     params: dict[str, Any] = field(default_factory=dict)
+    staged: float = 0.0  # share of the gathers of x served from shared memory (SELL's hot columns)
 
 
 def _shapes(stats: MatrixStats) -> dict[str, _Shape]:
@@ -769,7 +805,7 @@ def _shapes(stats: MatrixStats) -> dict[str, _Shape]:
         lane = min(layout.split, s.row_max)
         is_split = layout.parts_of_longest > 1
         units_per_group = -(-layout.units // groups)
-        sell_rounds = units_per_group * -(-lane // ROUND_SLOTS)
+        sell_rounds = units_per_group * -(-lane // (SELL_HOT_ROUND_SLOTS if layout.hot else ROUND_SLOTS))
         sell_chain = (units_per_group * (2 + 2 * is_split) + 1
                       + (-(-layout.parts_of_longest // SELL_PARTS_IN_FLIGHT) if is_split else 0))
         sell_efficiency = SELL_UNITS_EFFICIENCY
@@ -786,7 +822,8 @@ def _shapes(stats: MatrixStats) -> dict[str, _Shape]:
                       params={"width": s.hyb_width}),
         "jds": _Shape(nnz * (v + i) + (s.row_max + 1) * 8 + m * i + vectors, 1, 0,
                       1 + 3 * -(-s.row_max // ROUND_SLOTS)),
-        "sell": _Shape(sell_bytes, 1, 0, sell_chain, sell_rounds, sell_efficiency, params={"C": DEFAULT_C}),
+        "sell": _Shape(sell_bytes, 1, 0, sell_chain, sell_rounds, sell_efficiency, params={"C": DEFAULT_C},
+                       staged=s.longest_rows_fraction if layout.hot else 0.0),
     }
 
 
@@ -805,7 +842,8 @@ def estimates(stats: MatrixStats, model: dict[str, Any] | None = None) -> dict[s
     gathers_us = stats.nnz * far * SECTOR_BYTES / (model["gather_GBps"] * 1e3)
     out = {}
     for name, shape in _shapes(stats).items():
-        streaming = shape.bytes / (shape.efficiency * model["efficiency"][name] * bandwidth) + gathers_us
+        streaming = (shape.bytes / (shape.efficiency * model["efficiency"][name] * bandwidth)
+                     + gathers_us * (1 - shape.staged))
         host = (model["call_us"][name] + (shape.launches - 1) * model["launch_us"]
                 + shape.allocations * model["alloc_us"])
         chain = shape.chain + model["unit_round_loads"] * shape.unit_rounds

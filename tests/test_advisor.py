@@ -17,6 +17,7 @@ import sparsegpu
 from sparsegpu import advisor, datasets
 from sparsegpu.formats._compressed import long_row_limit, threads_per_row
 from sparsegpu.formats.hyb import width_for_counts
+from sparsegpu.formats import sell as sell_module
 from sparsegpu.formats.sell import DEFAULT_C
 from sparsegpu.reference import stats as twins
 from tests.conftest import REAL_MATRICES, requires_matrices
@@ -89,6 +90,8 @@ def stats_of_lengths(lengths, n_cols: int, structure, sell_slots: int, value_byt
     counts = np.bincount(lengths, minlength=1)
     width = width_for_counts(counts, BYTES_DTYPES[value_bytes], BYTES_DTYPES[index_bytes]) if m else 0
     ordered = np.sort(lengths)
+    hot_rows = sell_module.HOT_BYTES // value_bytes
+    longest_rows = int(ordered[::-1][:hot_rows].sum()) / nnz if row_max >= sell_module.HOT_MIN_GATHERS else 0.0
     return advisor.MatrixStats(
         rows=m, cols=n_cols, nnz=nnz, density=nnz / (m * n_cols) if m and n_cols else 0.0,
         row_mean=mean, row_std=math.sqrt(var), row_min=int(lengths.min()) if m else 0, row_max=row_max,
@@ -100,7 +103,8 @@ def stats_of_lengths(lengths, n_cols: int, structure, sell_slots: int, value_byt
         csr_long_rows=int((lengths > long_row_limit(threads_per_row(mean))).sum()),
         bandwidth=band, mean_distance=distance / nnz if nnz else 0.0,
         lower_fraction=below / nnz if nnz else 0.0, upper_fraction=above / nnz if nnz else 0.0,
-        diagonal_fraction=on / nnz if nnz else 0.0, value_bytes=value_bytes, index_bytes=index_bytes)
+        diagonal_fraction=on / nnz if nnz else 0.0, value_bytes=value_bytes, index_bytes=index_bytes,
+        longest_rows_fraction=longest_rows)
 
 
 #: A dtype of each item size (width_for_counts reads only the item sizes).
