@@ -595,14 +595,11 @@ def _entries_in_longest_rows(bins: np.ndarray, longer: np.ndarray, rows: int) ->
     if longer.size >= rows:
         return int(np.partition(longer, longer.size - rows)[longer.size - rows:].sum())
     rows -= longer.size
-    descending = bins[::-1]
-    rows_from_top = descending.cumsum()  # rows of the longest bins, from the longest down
-    whole = int(rows_from_top.searchsorted(rows))  # bins taken whole (the next one in part)
-    lengths = np.arange(bins.size - 1, -1, -1)
-    entries = int(longer.sum()) + int(descending[:whole] @ lengths[:whole])
-    if whole < bins.size:
-        entries += (rows - (int(rows_from_top[whole - 1]) if whole else 0)) * int(lengths[whole])
-    return entries
+    at_most = np.add.accumulate(bins)  # rows of length k or shorter: position k
+    # The shortest length t taken: rows of length t or longer are at least `rows`, longer ones fewer.
+    t = int(at_most.searchsorted(at_most.item(-1) - rows, "right"))
+    longer_rows = at_most.item(-1) - at_most.item(t)  # rows in the bins longer than t
+    return int(longer.sum()) + int(bins[t + 1:] @ _BIN_LENGTHS[t + 1:bins.size]) + (rows - longer_rows) * t
 
 
 def matrix_stats(A: Any, *, backend: str | None = None) -> MatrixStats:
