@@ -226,11 +226,14 @@ def pin(array: np.ndarray) -> np.ndarray:
         return array
     import cupy
 
-    # Whole pages: the driver locks pages, and unregistering needs the registered base.
-    address = array.ctypes.data // PAGE_BYTES * PAGE_BYTES
-    end = -(-(array.ctypes.data + array.nbytes) // PAGE_BYTES) * PAGE_BYTES
+    # The array's bytes exactly, not the whole pages around them: the driver locks the pages
+    # anyway, but a registration rounded out to pages covers the start of whatever memory shares
+    # the array's last page (or the end of what shares its first), and any later copy to or from
+    # that neighbour then fails with cudaErrorInvalidValue (H200 check: a D2H copy into memory
+    # just past a page-rounded registration fails, past an exact one it works).
+    address = array.ctypes.data
     try:
-        cupy.cuda.runtime.hostRegister(address, end - address, 0)
+        cupy.cuda.runtime.hostRegister(address, array.nbytes, 0)
     except Exception as exc:
         warnings.warn(f"cudaHostRegister of {array.nbytes} bytes failed ({exc}); copying into pinned memory instead",
                       RuntimeWarning, stacklevel=2)

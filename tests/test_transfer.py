@@ -395,6 +395,31 @@ def test_upload_gpu_pinned_sources_and_casts(rng):
 
 
 @pytest.mark.gpu
+def test_gpu_pin_leaves_memory_sharing_its_pages_usable(rng):
+    """Copies to and from memory that shares a page with a pinned array keep working: pin
+    registers the array's own bytes, not the pages around them (a page-rounded registration made
+    a later D2H copy into the next buffer fail with cudaErrorInvalidValue)."""
+    import cupy
+
+    slab = np.empty(4 << 20, dtype=np.uint8)
+    first = -(-slab.ctypes.data // transfer.PAGE_BYTES) * transfer.PAGE_BYTES - slab.ctypes.data + 16
+    pinned = transfer.pin(slab[first:first + 8 * 100_003].view(np.int64))
+    before = slab[:first]  # shares the pinned array's first page
+    after = slab[first + pinned.nbytes:first + pinned.nbytes + 4 * 50_001].view(np.int32)
+    try:
+        assert transfer.is_pinned(pinned) and not transfer.is_pinned(after)
+        pinned[...] = rng.integers(-99, 99, pinned.size)
+        source = cupy.asarray(rng.integers(-99, 99, after.size).astype(np.int32))
+        source.get(out=after)
+        np.testing.assert_array_equal(after, source.get())
+        np.testing.assert_array_equal(cupy.asarray(after).get(), after)
+        np.testing.assert_array_equal(cupy.asarray(before).get(), before)
+        np.testing.assert_array_equal(upload([pinned])[0].get(), pinned)
+    finally:
+        transfer.unpin(pinned)
+
+
+@pytest.mark.gpu
 def test_upload_gpu_pinned_fallback(rng, monkeypatch):
     def refuse(nbytes):
         raise MemoryError("no pinned memory today")
