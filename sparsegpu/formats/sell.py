@@ -24,7 +24,8 @@ on one thread while the whole product waits. The rule gives the product about
 few slices would otherwise each be one long serial chain. 0 never splits.
 
 ``hot`` (default: :func:`staged_columns`' rule): the number of columns of x staged in each
-block's shared memory, the most gathered ones; their entries are stored as column ``-2 - j``
+block's shared memory, the most gathered ones (by default only when together they take at least
+:data:`HOT_MIN_SHARE` of the gathers); their entries are stored as column ``-2 - j``
 (j the staged position in ``hot_cols``), and the kernel reads them from shared memory instead
 of moving a 32-byte L2 sector per 8-byte value. Such products run one block of
 :data:`SELL_HOT_BLOCK` threads per multiprocessor, so the staged columns are held once per SM,
