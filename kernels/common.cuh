@@ -25,26 +25,26 @@ template <class T> __device__ __forceinline__ bool operator==(complex<T> a, comp
 template <class V> __device__ __forceinline__ bool is_zero(V v) { return v == V(0); }
 
 // ---------------------------------------------------------------- read-only (non-coherent) loads
-template <class V> __device__ __forceinline__ V ldg(const V* p) { return __ldg(p); }
-template <> __device__ __forceinline__ complex<float> ldg(const complex<float>* p) {
-    const float2 v = __ldg(reinterpret_cast<const float2*>(p));
-    return complex<float>(v.x, v.y);
+// A complex value loads as one float2 / double2 vector.
+template <class T> struct complex_vector;
+template <> struct complex_vector<float> { using type = float2; };
+template <> struct complex_vector<double> { using type = double2; };
+template <class T, class Load>
+__device__ __forceinline__ complex<T> load_complex(const complex<T>* p, Load load) {
+    const auto v = load(reinterpret_cast<const typename complex_vector<T>::type*>(p));
+    return complex<T>(v.x, v.y);
 }
-template <> __device__ __forceinline__ complex<double> ldg(const complex<double>* p) {
-    const double2 v = __ldg(reinterpret_cast<const double2*>(p));
-    return complex<double>(v.x, v.y);
+
+template <class V> __device__ __forceinline__ V ldg(const V* p) { return __ldg(p); }
+template <class T> __device__ __forceinline__ complex<T> ldg(const complex<T>* p) {
+    return load_complex(p, [](const auto* q) { return __ldg(q); });
 }
 
 // Loads cached in L2 only (not L1, which is not coherent across multiprocessors): for data other
 // blocks of the same kernel wrote (after a fence and a ticket, as in sg::grid_sums).
 template <class V> __device__ __forceinline__ V ldcg(const V* p) { return __ldcg(p); }
-template <> __device__ __forceinline__ complex<float> ldcg(const complex<float>* p) {
-    const float2 v = __ldcg(reinterpret_cast<const float2*>(p));
-    return complex<float>(v.x, v.y);
-}
-template <> __device__ __forceinline__ complex<double> ldcg(const complex<double>* p) {
-    const double2 v = __ldcg(reinterpret_cast<const double2*>(p));
-    return complex<double>(v.x, v.y);
+template <class T> __device__ __forceinline__ complex<T> ldcg(const complex<T>* p) {
+    return load_complex(p, [](const auto* q) { return __ldcg(q); });
 }
 
 // ---------------------------------------------------------------- L2 eviction hints (sm_80+)

@@ -217,6 +217,17 @@ __device__ __forceinline__ unsigned int block_exclusive_sum(unsigned int v, unsi
     return before + inclusive - v;
 }
 
+// The tile's rows, thread-strided (item k of thread t: entry t + k * CONVERT_BLOCK; 0 past the
+// tile), their loads issued together.
+template <class I>
+__device__ __forceinline__ void load_tile_rows(const I* __restrict__ rows, const TileSpan& t, I (&row)[TILE_ITEMS]) {
+#pragma unroll
+    for (int k = 0; k < TILE_ITEMS; ++k) {
+        const int i = threadIdx.x + k * CONVERT_BLOCK;
+        row[k] = i < t.size ? rows[t.begin + i] : I(0);
+    }
+}
+
 // counts[p * DIGITS + d] += entries of parent p in child d (rows [first_row + d 2^shift, ... + 2^shift)).
 // A shared histogram per tile, then one integer atomic per (tile, digit): exact.
 template <class I>
@@ -231,11 +242,7 @@ count_digits(const I* __restrict__ rows, const long long* __restrict__ parents,
         histogram[threadIdx.x] = 0;
         __syncthreads();
         I row[TILE_ITEMS];
-#pragma unroll
-        for (int k = 0; k < TILE_ITEMS; ++k) {  // every load in flight before the atomics
-            const int i = threadIdx.x + k * CONVERT_BLOCK;
-            row[k] = i < t.size ? rows[t.begin + i] : I(0);
-        }
+        load_tile_rows(rows, t, row);  // every load in flight before the atomics
 #pragma unroll
         for (int k = 0; k < TILE_ITEMS; ++k)
             if (threadIdx.x + k * CONVERT_BLOCK < t.size)
@@ -289,11 +296,7 @@ partition_tiles(const I* __restrict__ src_rows, const I* __restrict__ src_cols, 
         __syncthreads();
         I row[TILE_ITEMS];
         unsigned int slots[TILE_ITEMS / 2];  // two 16-bit slots (below PARTITION_TILE) a word: fewer registers
-#pragma unroll
-        for (int k = 0; k < TILE_ITEMS; ++k) {
-            const int i = threadIdx.x + k * CONVERT_BLOCK;
-            row[k] = i < t.size ? src_rows[t.begin + i] : I(0);
-        }
+        load_tile_rows(src_rows, t, row);
 #pragma unroll
         for (int k = 0; k < TILE_ITEMS / 2; ++k) slots[k] = 0;
 #pragma unroll
