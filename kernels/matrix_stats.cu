@@ -1,9 +1,10 @@
-// The format advisor's statistics in ONE kernel, csr_stats, that reads indptr once and indices
-// once and writes ONE buffer of unsigned 64-bit words, whose head the caller zeroes and reads back
-// with one copy (layout below; sparsegpu/reference/stats.py holds the same constants and the
-// NumPy twin). Every word is an integer merged with integer atomics, so the counts are exact and
-// the same every run; only the order of the overflow list varies, and the host reads that list
-// as a multiset (it bincounts it).
+// The format advisor's statistics in ONE pass, csr_stats, that reads indptr once and indices
+// once and writes ONE buffer of unsigned 64-bit words whose head is zero at launch (layout
+// below; sparsegpu/reference/stats.py holds the same constants and the NumPy twin); then
+// stats_summary (at the end of this file), one block that summarises the buffer into a record in
+// the caller's pinned host memory and zeroes the head again. Every word is an integer merged
+// with integer atomics, so the counts are exact and the same every run; only the order of the
+// overflow list varies, and every reader takes that list as a multiset.
 //
 //   out[0..4]  entries below the diagonal, on it, above it, sum of |i - j|, max |i - j|
 //   out[5]     sum over slices of 32 consecutive rows of the slice's longest row
@@ -90,6 +91,21 @@ constexpr int STATS_BINS = 4096;
 constexpr int OUT_SLICE_WIDTHS = 5, OUT_OVERFLOW_ROWS = 6, OUT_LONGEST = 7, OUT_BINS = 8;
 constexpr int OUT_OVERFLOW = OUT_BINS + STATS_BINS;
 constexpr int COUNTER_TICKET = 0, COUNTER_ANNOUNCED = 1, COUNTER_TILES_DONE = 2;
+constexpr int STATS_COUNTERS = 4;
+// The record stats_summary writes straight into the caller's pinned host memory (int64 words;
+// sparsegpu/advisor.py RECORD_*): the call's epoch (the host checks it is this call's), the status, the head's first
+// OUT_BINS words, then the summary of the row lengths, SUMMARY_WORDS words in this order:
+// shortest row, empty rows, sum of squared lengths, the p50, p90 and p99 lengths, HYB's width,
+// the entries in HYB's ELL part at that width, rows longer than `limit`, and the entries in the
+// `hot_rows` longest rows.
+constexpr int RECORD_EPOCH = 0, RECORD_STATUS = 1, RECORD_HEAD = 2, RECORD_SUMMARY = 10, SUMMARY_WORDS = 10;
+constexpr int RECORD_WORDS = RECORD_SUMMARY + SUMMARY_WORDS;
+// STATUS_SUMMARISED: the record is whole, and the buffer's counters and head are zero again for
+// the next call. STATUS_HEAD_KEPT: the head and overflow list are left for the host to summarise
+// (more than SUMMARY_OVERFLOW_ROWS rows past the bins, or at least hot_rows of them, or costs
+// past float64's exact integers, or an inconsistent indptr), and to zero.
+constexpr int STATUS_SUMMARISED = 1, STATUS_HEAD_KEPT = 2;
+constexpr int SUMMARY_OVERFLOW_ROWS = 1024;
 constexpr int QUEUE_WORDS = 4;  // a queue slot: tile, first entry, epoch flag, (padding)
 constexpr unsigned STATS_POLL_NS = 200;
 
@@ -513,3 +529,202 @@ csr_stats(const I* __restrict__ indptr, const I* __restrict__ indices, const lon
     for (int b = threadIdx.x; b < STATS_BINS; b += STATS_BLOCK)
         if (bins[b]) atomicAdd(out + OUT_BINS + b, (unsigned long long)bins[b]);
 }
+
+// ---------------------------------------------------------------- the summary
+// stats_summary: one block, launched after csr_stats, that summarises the row lengths from the
+// merged bins and the overflow list into the record in pinned host memory (so the host copies
+// nothing back and sums nothing), then zeroes the buffer's counters and the head's used words
+// for the next call (so the host sets nothing before it). A kernel of its own, not csr_stats's
+// last block: csr_stats's registers stay capped for its occupancy, and the summary can be run
+// on any buffer. The twin of the host's summary (sparsegpu/advisor.py _summary_words), bit for
+// bit. Every word is an integer but HYB's width, the first minimum over the distinct lengths w of
+//     cost(w) = R * w * (v + i) + (after - w * over) * (v + 2 i) + over * 2 v
+// (R rows; `over` rows longer than w hold `after` entries; v, i the value and index bytes),
+// computed with the host's float64 operations in its order (no contraction into FMAs), at costs
+// below 2^53 where every float64 operation is exact.
+
+// A candidate width: its cost, then its length, the smaller pair wins (the host's first minimum);
+// the rows up to it and their entries.
+struct Width {
+    double cost;
+    long long length, rows_to, entries_to;
+};
+__device__ __forceinline__ bool cheaper(const Width& a, const Width& b) {
+    return a.cost < b.cost || (a.cost == b.cost && a.length < b.length);
+}
+__device__ __forceinline__ double hyb_cost(long long width, long long rows_to, long long entries_to, long long rows,
+                                           long long entries, int v, int i) {
+    const double w = double(width), over = double(rows - rows_to);
+    const double slots = __dmul_rn(__dmul_rn(double(rows), w), double(v + i));
+    const double spilled = __dmul_rn(__dsub_rn(double(entries - entries_to), __dmul_rn(w, over)), double(v + 2 * i));
+    return __dadd_rn(__dadd_rn(slots, spilled), __dmul_rn(over, double(2 * v)));
+}
+__device__ __forceinline__ Width shfl_down_width(const Width& w, int offset) {
+    return Width{sg::shfl_down(w.cost, offset), sg::shfl_down(w.length, offset), sg::shfl_down(w.rows_to, offset),
+                 sg::shfl_down(w.entries_to, offset)};
+}
+
+// Exclusive prefix sums over the block of two values a thread (every thread calls it); `scratch`
+// holds 2 * STATS_BLOCK / 32 values. Also returns the totals.
+__device__ __forceinline__ void block_exclusive_scan(long long& a, long long& b, long long& total_a,
+                                                     long long& total_b, long long* scratch) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    long long inclusive_a = a, inclusive_b = b;
+#pragma unroll
+    for (int offset = 1; offset < 32; offset *= 2) {
+        const long long up_a = sg::shfl_up(inclusive_a, offset), up_b = sg::shfl_up(inclusive_b, offset);
+        if (lane >= offset) inclusive_a += up_a, inclusive_b += up_b;
+    }
+    if (lane == 31) scratch[warp] = inclusive_a, scratch[STATS_BLOCK / 32 + warp] = inclusive_b;
+    __syncthreads();
+    long long before_a = inclusive_a - a, before_b = inclusive_b - b;
+    total_a = total_b = 0;
+    for (int w = 0; w < STATS_BLOCK / 32; ++w) {
+        if (w < warp) before_a += scratch[w], before_b += scratch[STATS_BLOCK / 32 + w];
+        total_a += scratch[w], total_b += scratch[STATS_BLOCK / 32 + w];
+    }
+    a = before_a, b = before_b;
+}
+
+constexpr int SUMMARY_BINS = STATS_BINS / STATS_BLOCK;  // consecutive bins a thread takes
+
+// `counters` and `out` as csr_stats left them; `record`: RECORD_WORDS words of pinned host
+// memory; `limit`: CSR's long-row limit; `hot_rows`: the rows SELL may stage; `target*`: the row
+// counts at which the quantiles' lengths are reached (the host's arguments, sparsegpu/advisor.py
+// _summary_arguments).
+template <class I>
+__global__ void __launch_bounds__(STATS_BLOCK)
+stats_summary(unsigned long long* __restrict__ counters, unsigned long long* __restrict__ out, const long long n_rows,
+              const long long nnz, const long long overflow_capacity, const unsigned long long epoch,
+              long long* __restrict__ record, const long long limit, const long long hot_rows, const int value_bytes,
+              const long long target50, const long long target90, const long long target99) {
+    __shared__ long long counts[STATS_BINS];  // the bins
+    __shared__ long long over[SUMMARY_OVERFLOW_ROWS];  // the rows past the bins
+    __shared__ long long scratch[2 * STATS_BLOCK / 32];
+    __shared__ long long found[5];  // the shortest length, p50, p90, p99; entries in the hot rows
+    __shared__ Width warp_best[STATS_BLOCK / 32];
+    __shared__ long long words[RECORD_WORDS];  // the record, written out together
+    constexpr int index_bytes = sizeof(I);
+    const long long overflow_rows = (long long)__ldcg(out + OUT_OVERFLOW_ROWS);
+    const unsigned long long longest = __ldcg(out + OUT_LONGEST);
+    const int bins = longest < STATS_BINS ? int(longest) + 1 : STATS_BINS;
+    const bool listed = overflow_rows <= SUMMARY_OVERFLOW_ROWS && overflow_rows <= overflow_capacity;
+    const int first_bin = threadIdx.x * SUMMARY_BINS;
+
+    // The bins and the overflow list into shared memory, every load in flight at once.
+    long long over_entries = 0;
+#pragma unroll
+    for (int v = 0; v < SUMMARY_BINS; ++v) {
+        const int k = threadIdx.x + v * STATS_BLOCK;
+        counts[k] = k < bins ? (long long)__ldcg(out + OUT_BINS + k) : 0;
+    }
+    if (listed)
+        for (int r = threadIdx.x; r < overflow_rows; r += STATS_BLOCK) {
+            over[r] = (long long)__ldcg(out + OUT_OVERFLOW + r);
+            over_entries += over[r];
+        }
+    over_entries = sg::subwarp_sum<32>(over_entries);
+    __syncthreads();
+    long long rows_before = 0, entries_before = 0;
+    for (int k = first_bin; k < first_bin + SUMMARY_BINS && k < bins; ++k)
+        rows_before += counts[k], entries_before += counts[k] * k;
+    long long bin_rows, bin_entries;
+    block_exclusive_scan(rows_before, entries_before, bin_rows, bin_entries, scratch);
+    if (threadIdx.x < 5) found[threadIdx.x] = -1;
+    __syncthreads();  // scratch read; the overflow list in shared memory
+    if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = over_entries;
+    __syncthreads();
+    long long listed_entries = 0;
+    for (int w = 0; w < STATS_BLOCK / 32; ++w) listed_entries += scratch[w];
+    const long long rows = bin_rows + overflow_rows, entries = bin_entries + listed_entries;
+    // The host's limits for exact integer costs and an exact int64 sum of squares (a margin of 2:
+    // the products are rounded here).
+    const bool exact = double(rows) * (double(longest) * (2 * value_bytes + 3 * index_bytes) + 2 * value_bytes) <
+                           0x1p52 && double(nnz) * double(longest) < 0x1p62;
+    if (!(listed && overflow_rows < hot_rows && rows == n_rows && entries == nnz && exact)) {
+        if (threadIdx.x == RECORD_EPOCH) record[RECORD_EPOCH] = (long long)epoch;
+        if (threadIdx.x == RECORD_STATUS) record[RECORD_STATUS] = STATUS_HEAD_KEPT;
+        return;
+    }
+
+    // The bins, each thread's in order from its prefix.
+    const long long targets[4] = {1, target50, target90, target99};
+    const long long hot_target = bin_rows - (hot_rows - overflow_rows);  // the hot rows are those past it
+    const long long limit_bin = limit < bins - 1 ? limit : bins - 1;
+    Width best{__longlong_as_double(0x7ff0000000000000LL), 0, 0, 0};
+    unsigned long long squares = 0, long_rows = 0;
+    long long rows_to = rows_before, entries_to = entries_before;
+    for (int k = first_bin; k < first_bin + SUMMARY_BINS && k < bins; ++k) {
+        const long long count = counts[k], previous = rows_to;
+        rows_to += count, entries_to += count * k;
+        if (count) {
+            squares += (unsigned long long)count * k * k;
+            const Width here{hyb_cost(k, rows_to, entries_to, rows, entries, value_bytes, index_bytes), k, rows_to,
+                             entries_to};
+            if (cheaper(here, best)) best = here;
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+                if (previous < targets[q] && targets[q] <= rows_to) found[q] = k;
+        }
+        if (k == limit_bin) long_rows += bin_rows - rows_to;
+        if ((k == 0 || previous <= hot_target) && rows_to > hot_target)
+            found[4] = listed_entries + (bin_entries - entries_to) + (hot_rows - overflow_rows - (bin_rows - rows_to)) * k;
+    }
+    // The rows past the bins: each length against the whole list (at most SUMMARY_OVERFLOW_ROWS).
+    for (int r = threadIdx.x; r < overflow_rows; r += STATS_BLOCK) {
+        const long long length = over[r];
+        long long shorter = 0, up_to = 0, entries_up_to = 0, copies_before = 0;
+        for (int j = 0; j < overflow_rows; ++j) {
+            const long long other = over[j];
+            shorter += other < length;
+            up_to += other <= length;
+            entries_up_to += other <= length ? other : 0;
+            copies_before += j < r && other == length;
+        }
+        squares += (unsigned long long)length * (unsigned long long)length;
+        long_rows += length > limit;
+        const Width here{hyb_cost(length, bin_rows + up_to, bin_entries + entries_up_to, rows, entries, value_bytes,
+                                  index_bytes),
+                         length, bin_rows + up_to, bin_entries + entries_up_to};
+        if (cheaper(here, best)) best = here;
+        if (copies_before == 0)  // one writer per length
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+                if (bin_rows + shorter < targets[q] && targets[q] <= bin_rows + up_to) found[q] = length;
+    }
+    squares = sg::subwarp_sum<32>(squares);
+    long_rows = sg::subwarp_sum<32>(long_rows);
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) {
+        const Width other = shfl_down_width(best, offset);
+        if (cheaper(other, best)) best = other;
+    }
+    __syncthreads();  // scratch is free again
+    auto sums = reinterpret_cast<unsigned long long*>(scratch);
+    if (threadIdx.x % 32 == 0) {
+        const int warp = threadIdx.x / 32;
+        warp_best[warp] = best, sums[warp] = squares, sums[STATS_BLOCK / 32 + warp] = long_rows;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        squares = long_rows = 0;
+        for (int w = 0; w < STATS_BLOCK / 32; ++w) {
+            if (cheaper(warp_best[w], best)) best = warp_best[w];
+            squares += sums[w], long_rows += sums[STATS_BLOCK / 32 + w];
+        }
+        words[RECORD_EPOCH] = (long long)epoch, words[RECORD_STATUS] = STATUS_SUMMARISED;
+        for (int w = 0; w < OUT_BINS; ++w) words[RECORD_HEAD + w] = (long long)__ldcg(out + w);
+        const long long summary[SUMMARY_WORDS] = {
+            found[0], counts[0], (long long)squares, found[1], found[2], found[3],
+            best.length, best.entries_to + best.length * (rows - best.rows_to), (long long)long_rows, found[4]};
+        for (int w = 0; w < SUMMARY_WORDS; ++w) words[RECORD_SUMMARY + w] = summary[w];
+    }
+    __syncthreads();  // the record whole, every word of the head read before it is zeroed
+    // One store a thread, together (single stores to host memory one after another would each
+    // pay a trip over the bus); the host reads them after the kernel is done.
+    if (threadIdx.x < RECORD_WORDS) record[threadIdx.x] = words[threadIdx.x];
+    // Ready for the next call: the counters and the head's words this call counted into.
+    if (threadIdx.x < STATS_COUNTERS) counters[threadIdx.x] = 0;
+    for (int w = threadIdx.x; w < OUT_BINS + bins; w += STATS_BLOCK) out[w] = 0;
+}
+

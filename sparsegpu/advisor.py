@@ -100,7 +100,7 @@ STATS_WINDOW = 2016  # kernels/matrix_stats.cu STATS_WINDOW: rows a tile holds a
 STATS_ITEM_BYTES = 65536  # kernels/matrix_stats.cu STATS_ITEM<I> * sizeof(I): columns per work item
 STATS_COUNTERS = 4  # work counters before the statistics buffer (kernels/matrix_stats.cu COUNTER_*)
 QUEUE_WORDS = 4  # kernels/matrix_stats.cu QUEUE_WORDS: words per chunk slot
-STATS_KERNELS = KernelFile("matrix_stats.cu", ["csr_stats<{I}>"], value_dtypes=[np.float64])
+STATS_KERNELS = KernelFile("matrix_stats.cu", ["csr_stats<{I}>", "stats_summary<{I}>"], value_dtypes=[np.float64])
 CALIBRATION_FILE = Path(__file__).with_name("advisor_calibration.json")
 #: Formats the advisor may recommend for ``A @ x``. CSC is left out: its deterministic
 #: ``A @ x`` gathers over a CSR copy, so it is never faster than CSR for that product.
@@ -235,16 +235,22 @@ def _as_csr(A: Any, backend: str | None) -> Any:
     return CSR.from_scipy(S, backend=backend)
 
 
-def stats_tile_rows(n_rows: int, nnz: int, index_itemsize: int) -> int:
+def stats_tile_rows(n_rows: int, nnz: int, index_itemsize: int, blocks: int) -> int:
     """Rows per tile of ``csr_stats``: a multiple of 32 (whole SELL slices) up to the shared
     window, such that a tile holds about 3/4 of a work item's entries on average (so few tiles
-    hand chunks to the queue, and none holds so few entries that its pointers dominate).
+    hand chunks to the queue, and none holds so few entries that its pointers dominate), but no
+    more rows than spread the matrix over the ``blocks`` resident blocks (a smaller matrix is
+    latency-bound: every block should take a tile).
 
-    >>> stats_tile_rows(9_000_000, 45_000_000, 4), stats_tile_rows(1000, 1_000_000, 4)
+    >>> stats_tile_rows(9_000_000, 45_000_000, 4, 792), stats_tile_rows(1000, 1_000_000, 4, 792)
     (2016, 32)
+    >>> stats_tile_rows(90_000, 450_000, 4, 792)  # 114 rows a block
+    128
     """
     item = STATS_ITEM_BYTES // index_itemsize
     rows = int(0.75 * item * n_rows / nnz) if nnz else STATS_WINDOW
+    spread = -(-n_rows // blocks)
+    rows = min(rows, -(-spread // 32) * 32)
     return min(STATS_WINDOW, max(32, rows // 32 * 32))
 
 
@@ -253,9 +259,18 @@ def _statistics_launch(m: int, nnz: int, index_itemsize: int, slots: int,
     """``csr_stats``'s grid, and its scalar arguments between the CSR arrays and the call's epoch
     (rows, entries, rows per tile, overflow capacity, queue slots), for ``slots`` chunk slots and
     ``resident`` blocks resident on the device."""
-    tile_rows = stats_tile_rows(m, nnz, index_itemsize)
+    tile_rows = stats_tile_rows(m, nnz, index_itemsize, resident)
     return ((min(-(-m // tile_rows) + slots, resident),),
             (np.int64(m), np.int64(nnz), np.int32(tile_rows), np.int64(overflow_capacity(nnz)), np.int64(slots)))
+
+
+def _summary_arguments(m: int, nnz: int, value_bytes: int) -> tuple[np.generic, ...]:
+    """``stats_summary``'s arguments after the record's pointer, for a matrix of ``m > 0`` rows
+    and ``nnz`` entries: the row length past which CSR's rows are long, the rows SELL may stage
+    (:data:`sell.HOT_BYTES` of values), the value bytes, and the row counts at which the
+    QUANTILES' lengths are reached (the shortest length whose cumulative rows reach q * m)."""
+    return (np.int64(long_row_limit(threads_per_row(nnz / m))), np.int64(sell.HOT_BYTES // value_bytes),
+            np.int32(value_bytes), *(np.int64(math.ceil(q * m)) for q in _QUANTILE_FRACTIONS))
 
 
 def _resident_blocks(index_itemsize: int, device: int | None = None) -> int:
@@ -267,11 +282,11 @@ def _statistics_kernel(csr: Any, buffer: Any, queue: Any, epoch: int) -> None:
     """Launch ``csr_stats`` on a GPU CSR with at least one row. ``buffer`` (uint64): the kernel's
     :data:`STATS_COUNTERS` work counters, then the statistics buffer (layout in
     sparsegpu/reference/stats.py), with words 0 .. STATS_COUNTERS + OUT_OVERFLOW zero and room
-    for :func:`overflow_capacity` longer rows after them. ``queue`` (uint64, QUEUE_WORDS words
-    per chunk slot, never written by the host but zeroed when allocated): its chunk queue, whose
-    slots count as published when they hold ``epoch``, which must exceed every earlier call's
-    epoch on this queue. (:func:`_read_statistics` launches the same with its workspace's
-    arguments kept between calls.)"""
+    for :func:`overflow_capacity` longer rows after them. ``queue`` (uint64,
+    QUEUE_WORDS words per chunk slot, never written by the host but zeroed when allocated): its
+    chunk queue, whose slots count as published when they hold ``epoch``, which must exceed every
+    earlier call's epoch on this queue. (:func:`_read_statistics` launches the same with its
+    workspace's arguments kept between calls.)"""
     itemsize = csr.index_dtype.itemsize
     grid, scalars = _statistics_launch(csr.shape[0], csr.nnz, itemsize, queue.size // QUEUE_WORDS,
                                        _resident_blocks(itemsize))
@@ -290,14 +305,18 @@ def queue_capacity(nnz: int, index_itemsize: int) -> int:
 class _Workspace:
     """One thread's statistics workspace on one device, kept between calls (allocating and
     zeroing fresh memory, and copying into pageable memory, cost more than the kernel on small
-    matrices): the kernel's counters and buffer, its chunk queue, the pinned host copy of the
-    buffer's head, and the epoch of the last call. Each call finishes with its copy back, so the
+    matrices): the kernels' counters and buffer, zero between calls (``stats_summary`` zeroes
+    what ``csr_stats`` counted into, or the host does after reading a head it left); the chunk
+    queue; the pinned host record ``stats_summary`` writes into (device code reaches pinned
+    memory at its host address); the pinned host copy of the buffer's head, for the calls
+    that read it; and the epoch of the last call. Each call finishes before it returns, so the
     thread's next call may reuse them.
 
-    The launch's host work is kept too, as NumPy scalars ready for the kernel: per index type the
-    compiled kernel and the resident blocks; the buffer's and queue's pointers and the queue's
+    The launches' host work is kept too, as NumPy scalars ready for the kernels: per index type
+    the compiled kernels and the resident blocks; the buffer's and queue's pointers and the queue's
     slots (renewed when they grow); and the last matrix's plan (its grid and scalars, from its
-    rows, entries and index type, and the slots), which a call for another matrix replaces."""
+    rows, entries, index and value sizes, and the slots), which a call for another matrix
+    replaces."""
 
     def __init__(self, device: int) -> None:
         import cupy
@@ -309,9 +328,13 @@ class _Workspace:
         self.head = np.frombuffer(cupy.cuda.alloc_pinned_memory(words * 8), np.int64, words)
         self.head_pointer = self.head.ctypes.data
         self.head_words = self.head[:OUT_OVERFLOW]
+        self.record = np.frombuffer(cupy.cuda.alloc_pinned_memory(RECORD_WORDS * 8), np.int64, RECORD_WORDS)
+        self.record[:] = 0
+        self.record_pointer = np.uint64(self.record.ctypes.data)
         self.epoch = 0
-        self.kernels: dict[np.dtype, tuple[Any, int]] = {}
-        self.plan_key: tuple[int, int, np.dtype] | None = None
+        self.zero = True  # whether the counters and head are zero (False only if a call broke off)
+        self.kernels: dict[np.dtype, tuple[Any, Any, int]] = {}
+        self.plan_key: tuple[int, int, np.dtype, int] | None = None
         self._renew_pointers()
 
     def fit(self, words: int, queue_words: int) -> None:
@@ -321,7 +344,7 @@ class _Workspace:
         if self.buffer.size >= words and self.queue.size >= queue_words:
             return
         if self.buffer.size < words:
-            self.buffer = cupy.empty(max(words, 2 * self.buffer.size), dtype=np.uint64)
+            self.buffer = cupy.zeros(max(words, 2 * self.buffer.size), dtype=np.uint64)
         if self.queue.size < queue_words:
             # Zeroed once: the host never writes it again, and a slot holds an older epoch
             # until a chunk is published in it.
@@ -335,19 +358,69 @@ class _Workspace:
                          np.uint64(self.queue.data.ptr))
         self.plan_key = None  # its slots may have changed
 
-    def plan(self, m: int, nnz: int, index_dtype: np.dtype) -> tuple[Any, tuple[int], tuple[np.generic, ...], int]:
-        """(the kernel, its grid, its scalars, the overflow capacity) for a matrix of ``m`` rows,
-        ``nnz`` entries and this index type, the buffer and queue grown to fit it."""
-        if (m, nnz, index_dtype) != self.plan_key:
+    def plan(self, m: int, nnz: int, index_dtype: np.dtype, value_bytes: int) -> tuple:
+        """(``csr_stats``, ``stats_summary``, the first's grid and scalars, the second's
+        arguments before and after the epoch, the overflow capacity) for a matrix of ``m > 0``
+        rows, ``nnz`` entries and these index and value types, the buffer and queue grown to fit
+        it."""
+        if (m, nnz, index_dtype, value_bytes) != self.plan_key:
             capacity, itemsize = overflow_capacity(nnz), index_dtype.itemsize
             self.fit(STATS_COUNTERS + OUT_OVERFLOW + capacity, QUEUE_WORDS * queue_capacity(nnz, itemsize))
             if index_dtype not in self.kernels:
                 self.kernels[index_dtype] = (STATS_KERNELS.function("csr_stats<{I}>", np.float64, index_dtype),
+                                             STATS_KERNELS.function("stats_summary<{I}>", np.float64, index_dtype),
                                              _resident_blocks(itemsize, self.device))
-            kernel, resident = self.kernels[index_dtype]
-            self.plan_key = (m, nnz, index_dtype)
-            self.last_plan = (kernel, *_statistics_launch(m, nnz, itemsize, self.slots, resident), capacity)
+            kernel, summary_kernel, resident = self.kernels[index_dtype]
+            self.plan_key = (m, nnz, index_dtype, value_bytes)
+            self.last_plan = (kernel, summary_kernel, *_statistics_launch(m, nnz, itemsize, self.slots, resident),
+                              (*self.pointers[:2], np.int64(m), np.int64(nnz), np.int64(capacity)),
+                              (self.record_pointer, *_summary_arguments(m, nnz, value_bytes)), capacity)
         return self.last_plan
+
+    def launch(self, csr: Any, summarise: bool) -> int:
+        """Launch ``csr_stats`` on ``csr`` (at least one row) in the current stream, then, if
+        ``summarise``, ``stats_summary`` into the record (else the head is left for the caller).
+        Returns the overflow capacity."""
+        kernel, summary_kernel, grid, scalars, buffer_arguments, summary_arguments, capacity = self.plan(
+            csr.shape[0], csr.nnz, csr.index_dtype, csr.dtype.itemsize)
+        if not self.zero:
+            self.clear()
+        self.epoch += 1
+        self.zero = False
+        epoch = np.uint64(self.epoch)
+        kernel(grid, (STATS_BLOCK,), (csr.indptr, csr.indices, *scalars, epoch, *self.pointers))
+        if summarise:
+            summary_kernel((1,), (STATS_BLOCK,), (*buffer_arguments, epoch, *summary_arguments))
+        return capacity
+
+    def clear(self) -> None:
+        """Zero the counters and the head, and wait for it (a later call may come on another
+        stream)."""
+        import cupy
+
+        stream = cupy.cuda.get_current_stream()
+        cupy.cuda.runtime.memsetAsync(self.pointer, 0, (STATS_COUNTERS + OUT_OVERFLOW) * 8, stream.ptr)
+        stream.synchronize()
+        self.zero = True
+
+    def read_head(self, capacity: int) -> tuple[np.ndarray, np.ndarray]:
+        """After a launch that left the head: the head and the longer rows' lengths, as in
+        :func:`_read_statistics`; the counters and head zeroed again."""
+        import cupy
+
+        runtime, stream = cupy.cuda.runtime, cupy.cuda.get_current_stream().ptr
+        copied = min(HEAD_OVERFLOW_ROWS, capacity, self.head.size - OUT_OVERFLOW)
+        runtime.memcpyAsync(self.head_pointer, self.pointer + 8 * STATS_COUNTERS, (OUT_OVERFLOW + copied) * 8,
+                            runtime.memcpyDeviceToHost, stream)
+        runtime.streamSynchronize(stream)
+        longer = min(self.head.item(OUT_OVERFLOW_ROWS), capacity)
+        if longer <= copied:
+            head, longer = self.head_words, self.head[OUT_OVERFLOW:OUT_OVERFLOW + longer]
+        else:
+            first = STATS_COUNTERS + OUT_OVERFLOW
+            head, longer = self.head_words, self.buffer[first:first + longer].get().view(np.int64)
+        self.clear()
+        return head, longer
 
 
 class _Workspaces(threading.local):
@@ -360,17 +433,35 @@ class _Workspaces(threading.local):
 _WORKSPACES = _Workspaces()
 
 
+def _workspace() -> _Workspace:
+    """This thread's workspace on the current device."""
+    import cupy
+
+    device = cupy.cuda.runtime.getDevice()
+    space = _WORKSPACES.by_device.get(device)
+    if space is None:
+        space = _WORKSPACES.by_device[device] = _Workspace(device)
+    return space
+
+
 #: Overflow-list entries copied back with the head: matrices with at most this many rows past the
 #: bins (R-MAT scale 21 has 232) need no second copy and synchronisation.
 HEAD_OVERFLOW_ROWS = 1024
+#: The record ``stats_summary`` writes into host memory (kernels/matrix_stats.cu RECORD_*):
+#: the call's epoch (written last), the status, the head's first OUT_BINS words, then the
+#: SUMMARY_WORDS words of :func:`_summary_words`.
+RECORD_EPOCH, RECORD_STATUS, RECORD_HEAD, RECORD_SUMMARY, SUMMARY_WORDS = 0, 1, 2, 2 + OUT_BINS, 10
+RECORD_WORDS = RECORD_SUMMARY + SUMMARY_WORDS
+#: The record's status: summarised (the buffer zeroed again), or the head left for the host.
+STATUS_SUMMARISED, STATUS_HEAD_KEPT = 1, 2
 
 
 def _read_statistics(csr: Any) -> tuple[np.ndarray, np.ndarray]:
     """(the statistics buffer's head, words 0 .. OUT_OVERFLOW, and the longer rows' lengths) on
     the host as int64. On the GPU both are views of this thread's pinned workspace, valid until
-    its next call: one memset, one launch, one copy back of the head and the first
+    its next call: one launch that leaves the head, one copy back of the head and the first
     HEAD_OVERFLOW_ROWS overflow entries (a second copy only when more rows are past the bins),
-    one synchronisation."""
+    then the head zeroed again. (:func:`matrix_stats` reads only the kernel's summary.)"""
     m = csr.shape[0]
     if csr.backend == "cpu" or not m:
         capacity = overflow_capacity(csr.nnz)
@@ -378,29 +469,33 @@ def _read_statistics(csr: Any) -> tuple[np.ndarray, np.ndarray]:
         stats_twins.csr_stats(csr.indptr, csr.indices, m, capacity, out)
         out = out.view(np.int64)
         return out[:OUT_OVERFLOW], out[OUT_OVERFLOW:OUT_OVERFLOW + min(int(out[OUT_OVERFLOW_ROWS]), capacity)]
+    space = _workspace()
+    return space.read_head(space.launch(csr, summarise=False))
+
+
+def _statistics_record(csr: Any) -> list:
+    """The record's words from RECORD_HEAD on: the head's first OUT_BINS words and the summary
+    (:func:`_summary_words`). On the GPU, two launches and one synchronisation: ``csr_stats``,
+    then ``stats_summary`` into pinned host memory (or, for what it leaves to the host, the head
+    is read back and summarised here)."""
+    m = csr.shape[0]
+    value_bytes, index_bytes = csr.dtype.itemsize, csr.index_dtype.itemsize
+    if csr.backend == "cpu" or not m:
+        head, longer = _read_statistics(csr)
+        return _record_of_buffer(head, longer, m, csr.nnz, value_bytes, index_bytes)
     import cupy
 
-    runtime = cupy.cuda.runtime
-    device = runtime.getDevice()
-    space = _WORKSPACES.by_device.get(device)
-    if space is None:
-        space = _WORKSPACES.by_device[device] = _Workspace(device)
-    kernel, grid, scalars, capacity = space.plan(m, csr.nnz, csr.index_dtype)
-    space.epoch += 1
-    stream = cupy.cuda.get_current_stream().ptr
-    # The counters and the head are counted into; the overflow list is written before it is
-    # read, the queue never needs zeroing (epochs).
-    runtime.memsetAsync(space.pointer, 0, (STATS_COUNTERS + OUT_OVERFLOW) * 8, stream)
-    kernel(grid, (STATS_BLOCK,), (csr.indptr, csr.indices, *scalars, np.uint64(space.epoch), *space.pointers))
-    copied = min(HEAD_OVERFLOW_ROWS, capacity, space.head.size - OUT_OVERFLOW)
-    runtime.memcpyAsync(space.head_pointer, space.pointer + 8 * STATS_COUNTERS, (OUT_OVERFLOW + copied) * 8,
-                        runtime.memcpyDeviceToHost, stream)
-    runtime.streamSynchronize(stream)
-    longer = min(space.head.item(OUT_OVERFLOW_ROWS), capacity)
-    if longer <= copied:
-        return space.head_words, space.head[OUT_OVERFLOW:OUT_OVERFLOW + longer]
-    first = STATS_COUNTERS + OUT_OVERFLOW
-    return space.head_words, space.buffer[first:first + longer].get().view(np.int64)
+    space = _workspace()
+    capacity = space.launch(csr, summarise=True)
+    cupy.cuda.runtime.streamSynchronize(cupy.cuda.get_current_stream().ptr)
+    record = space.record
+    if record.item(RECORD_EPOCH) != space.epoch:
+        raise RuntimeError("csr_stats finished without writing its record")
+    if record.item(RECORD_STATUS) == STATUS_SUMMARISED:
+        space.zero = True
+        return record[RECORD_HEAD:].tolist()
+    head, longer = space.read_head(capacity)
+    return _record_of_buffer(head, longer, m, csr.nnz, value_bytes, index_bytes)
 
 
 def _statistics_buffer(csr: Any) -> np.ndarray:
@@ -612,45 +707,74 @@ def matrix_stats(A: Any, *, backend: str | None = None) -> MatrixStats:
     (1, 0, 0.6, 1.0)
     """
     csr = _as_csr(A, backend)
-    head, longer = _read_statistics(csr)
-    return _summarise(head, longer, csr.shape, csr.nnz, csr.dtype.itemsize, csr.index_dtype.itemsize)
+    return _stats_of_record(_statistics_record(csr), csr.shape, csr.nnz, csr.dtype.itemsize,
+                            csr.index_dtype.itemsize)
+
+
+def _summary_words(head: np.ndarray, longer: np.ndarray, m: int, nnz: int, value_bytes: int,
+                   index_bytes: int) -> list:
+    """The summary of the row lengths from a statistics buffer's head and overflow list, on the
+    host (the twin of ``summarise`` in kernels/matrix_stats.cu): the shortest length, the empty
+    rows, the sum of squared lengths, the QUANTILES' lengths, HYB's width, the entries in HYB's
+    ELL part at that width, the rows longer than CSR's long-row limit, and the entries in the
+    ``sell.HOT_BYTES // value_bytes`` longest rows (0 when SELL would stage no columns:
+    :func:`_stats_of_record` ignores it then)."""
+    overflow_rows, longest = head[OUT_OVERFLOW_ROWS:OUT_BINS].tolist()
+    if not m:
+        return [0] * SUMMARY_WORDS
+    limit = long_row_limit(threads_per_row(nnz / m)) if longest > SHORTEST_LONG_ROW_LIMIT else longest
+    # The lengths: the bins up to the longest row, then the longer rows' (at most
+    # nnz / ROW_STATS_BINS): few values whatever the matrix's size. Summed in Python when
+    # they are few and short, else from the bins as they are, else merged into one histogram.
+    # The entries in all are nnz: a CSR's row lengths sum to it.
+    summary = None
+    if not overflow_rows and 0 <= longest < DENSE_BINS:
+        bins = head[OUT_BINS:OUT_BINS + longest + 1].tolist()
+        if len(bins) - bins.count(0) <= FEW_LENGTHS:
+            summary = _summary_of_dense(bins, m, nnz, value_bytes, index_bytes, limit)
+    if summary is None and 0 <= longest and overflow_rows <= longer.size:
+        summary = _summary_of_bins(head[OUT_BINS:OUT_BINS + min(longest + 1, ROW_STATS_BINS)], longer, longest, m,
+                                   nnz, value_bytes, index_bytes, limit)
+    if summary is None:
+        summary = _summary_of_many(*_length_histogram(head, longer), m, value_bytes, index_bytes, limit)
+    row_min, row_max, empty, squares, quantiles, width, in_ell, long_rows = summary
+    hot_entries = 0
+    if nnz and row_max >= sell.HOT_MIN_GATHERS:
+        bins = head[OUT_BINS:OUT_BINS + min(row_max + 1, ROW_STATS_BINS)]
+        hot_entries = _entries_in_longest_rows(bins, longer, sell.HOT_BYTES // value_bytes)
+    return [row_min, empty, squares, *quantiles, width, in_ell, long_rows, hot_entries]
+
+
+def _record_of_buffer(head: np.ndarray, longer: np.ndarray, m: int, nnz: int, value_bytes: int,
+                      index_bytes: int) -> list:
+    """The record's words from RECORD_HEAD on, from a statistics buffer's head and overflow list."""
+    return head[:OUT_BINS].tolist() + _summary_words(head, longer, m, nnz, value_bytes, index_bytes)
 
 
 def _summarise(head: np.ndarray, longer: np.ndarray, shape: tuple[int, int], nnz: int, value_bytes: int,
                index_bytes: int) -> MatrixStats:
     """:class:`MatrixStats` from a statistics buffer's head and overflow list (host work only)."""
+    return _stats_of_record(_record_of_buffer(head, longer, shape[0], nnz, value_bytes, index_bytes), shape, nnz,
+                            value_bytes, index_bytes)
+
+
+def _stats_of_record(words: list, shape: tuple[int, int], nnz: int, value_bytes: int,
+                     index_bytes: int) -> MatrixStats:
+    """:class:`MatrixStats` from the record's words from RECORD_HEAD on (the head's first
+    OUT_BINS words, then :func:`_summary_words`'s); the squares and HYB's ELL entries are
+    rounded to float64 once, whichever side summed them."""
     m, n = shape
-    below, on, above, distance, band, slice_widths, overflow_rows, longest = head[:OUT_BINS].tolist()
+    below, on, above, distance, band, slice_widths, _, longest = words[:OUT_BINS]
+    row_min, empty, squares, *quantile_lengths, width, in_ell, long_rows, hot_entries = words[OUT_BINS:]
     mean = nnz / m if m else 0.0
-    if m:
-        limit = long_row_limit(threads_per_row(mean)) if longest > SHORTEST_LONG_ROW_LIMIT else longest
-        # The lengths: the bins up to the longest row, then the longer rows' (at most
-        # nnz / ROW_STATS_BINS): few values whatever the matrix's size. Summed in Python when
-        # they are few and short, else from the bins as they are, else merged into one histogram.
-        # The entries in all are nnz: a CSR's row lengths sum to it.
-        summary = None
-        if not overflow_rows and 0 <= longest < DENSE_BINS:
-            bins = head[OUT_BINS:OUT_BINS + longest + 1].tolist()
-            if len(bins) - bins.count(0) <= FEW_LENGTHS:
-                summary = _summary_of_dense(bins, m, nnz, value_bytes, index_bytes, limit)
-        if summary is None and 0 <= longest and overflow_rows <= longer.size:
-            summary = _summary_of_bins(head[OUT_BINS:OUT_BINS + min(longest + 1, ROW_STATS_BINS)], longer, longest, m,
-                                       nnz, value_bytes, index_bytes, limit)
-        if summary is None:
-            summary = _summary_of_many(*_length_histogram(head, longer), m, value_bytes, index_bytes, limit)
-        row_min, row_max, empty, squares, quantile_lengths, width, in_ell, long_rows = summary
-        var = max(squares / m - mean * mean, 0.0)
-        quantiles = dict(zip(QUANTILES, quantile_lengths))
-    else:
-        var, row_min, row_max, width, in_ell, empty, long_rows = 0.0, 0, 0, 0, 0.0, 0, 0
-        quantiles = dict.fromkeys(QUANTILES, 0)
+    var = max(float(squares) / m - mean * mean, 0.0) if m else 0.0
+    row_max = longest if m else 0
+    quantiles = dict(zip(QUANTILES, quantile_lengths))
     std = math.sqrt(var)
-    longest_rows_fraction = 0.0
-    if nnz and row_max >= sell.HOT_MIN_GATHERS:
-        bins = head[OUT_BINS:OUT_BINS + min(row_max + 1, ROW_STATS_BINS)]
-        longest_rows_fraction = _entries_in_longest_rows(bins, longer, sell.HOT_BYTES // value_bytes) / nnz
+    longest_rows_fraction = hot_entries / nnz if nnz and row_max >= sell.HOT_MIN_GATHERS else 0.0
     if nnz:
-        ell_fill, in_ell, sell_fill = (m * row_max - nnz) / nnz, in_ell / nnz, (slice_widths * SELL_SLICE - nnz) / nnz
+        ell_fill, in_ell, sell_fill = ((m * row_max - nnz) / nnz, float(in_ell) / nnz,
+                                       (slice_widths * SELL_SLICE - nnz) / nnz)
         distance, below, above, on = distance / nnz, below / nnz, above / nnz, on / nnz
     else:
         ell_fill, in_ell, sell_fill, distance, below, above, on = 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0

@@ -216,19 +216,27 @@ def test_host_mirrors_the_kernels_constants():
     assert kernel_constant("STATS_BLOCK") == advisor.STATS_BLOCK
     assert kernel_constant("STATS_WINDOW") == advisor.STATS_WINDOW and advisor.STATS_WINDOW % 32 == 0
     assert kernel_constant("QUEUE_WORDS") == advisor.QUEUE_WORDS
-    assert kernel_constant("COUNTER_TILES_DONE") < advisor.STATS_COUNTERS
+    assert kernel_constant("COUNTER_TILES_DONE") < kernel_constant("STATS_COUNTERS") == advisor.STATS_COUNTERS
+    assert [kernel_constant(f"RECORD_{w}") for w in ("EPOCH", "STATUS", "HEAD", "SUMMARY")] == [
+        advisor.RECORD_EPOCH, advisor.RECORD_STATUS, advisor.RECORD_HEAD, advisor.RECORD_SUMMARY]
+    assert kernel_constant("SUMMARY_WORDS") == advisor.SUMMARY_WORDS == len(advisor._summary_words(
+        np.zeros(twins.OUT_OVERFLOW, np.int64), np.zeros(0, np.int64), 0, 0, 8, 4))
+    assert [kernel_constant(f"STATUS_{w}") for w in ("SUMMARISED", "HEAD_KEPT")] == [
+        advisor.STATUS_SUMMARISED, advisor.STATUS_HEAD_KEPT]
     from sparsegpu._kernels import read_source
 
     assert f"STATS_ITEM = {advisor.STATS_ITEM_BYTES} / sizeof(I)" in read_source("matrix_stats.cu")
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(1, 10**9), st.integers(0, 10**10), st.sampled_from([4, 8]))
-def test_stats_tiles_are_whole_slices_within_the_window(rows, nnz, itemsize):
-    tile = advisor.stats_tile_rows(rows, nnz, itemsize)
+@given(st.integers(1, 10**9), st.integers(0, 10**10), st.sampled_from([4, 8]), st.sampled_from([1, 660, 792]))
+def test_stats_tiles_are_whole_slices_within_the_window(rows, nnz, itemsize, blocks):
+    tile = advisor.stats_tile_rows(rows, nnz, itemsize, blocks)
     assert tile % twins.SELL_SLICE == 0 and 32 <= tile <= advisor.STATS_WINDOW
+    spread = -(-rows // blocks)  # rows a block when every block takes a tile
+    assert tile < spread + 32 or tile == 32
     item = advisor.STATS_ITEM_BYTES // itemsize
-    if 32 < tile < advisor.STATS_WINDOW:  # not clamped: at most 3/4 of an item per tile on average
+    if 32 < tile < min(advisor.STATS_WINDOW, spread):  # not clamped: 3/4 of an item per tile on average
         assert (tile + 32) * nnz / rows > 0.75 * item >= tile * nnz / rows * (1 - 1e-12)
 
 
@@ -510,8 +518,8 @@ def test_gpu_statistics_are_the_same_every_run(rng):
 @pytest.mark.gpu
 @pytest.mark.parametrize("copied_with_head", [1024, 2])
 def test_gpu_overflow_rows_read_with_the_head_or_after(monkeypatch, rng, copied_with_head):
-    # Five rows past the bins, with a repeated length: read with the head, or (when fewer are
-    # copied with it) by a second copy; the statistics equal the CPU's either way.
+    # Five rows past the bins, with a repeated length: the head that a launch leaves to the host
+    # is read with them, or (when fewer are copied with it) by a second copy.
     monkeypatch.setattr(advisor, "HEAD_OVERFLOW_ROWS", copied_with_head)
     lengths = np.array([3] * 50 + [5000, 7000, 5000, 4096, 9000] + [0] * 20)
     rng.shuffle(lengths)
@@ -519,7 +527,9 @@ def test_gpu_overflow_rows_read_with_the_head_or_after(monkeypatch, rng, copied_
     indices = np.concatenate([np.sort(rng.choice(10000, k, replace=False)) for k in lengths]).astype(np.int32)
     S = sp.csr_array((rng.standard_normal(indices.size), indices, indptr), shape=(lengths.size, 10000))
     gpu, cpu = (sparsegpu.CSR.from_scipy(S, backend=b) for b in ("gpu", "cpu"))
+    assert_same_buffer(advisor._statistics_buffer(gpu), advisor._statistics_buffer(cpu), str(copied_with_head))
     assert advisor.matrix_stats(gpu) == advisor.matrix_stats(cpu) == numpy_stats(cpu)
+
 
 @pytest.mark.gpu
 def test_gpu_statistics_of_empty_matrices():
@@ -780,3 +790,155 @@ def test_reasons_describe_sells_mode_and_csrs_margin(rng):
     ranking = advisor.rank(est, ["csr", "jds"])
     assert ranking == ["csr", "jds"]
     assert "so CSR is kept" in advisor._reason("csr", stats, est, ranking)
+
+
+# --------------------------------------------------------------------------- the kernel's own summary
+
+
+@st.composite
+def gpu_length_groups(draw) -> dict[int, int]:
+    """Row lengths as {length: rows} for matrices built on the device: a few short lengths,
+    lengths anywhere in the bins, a few rows past the bins (repeated lengths among them), so
+    that each quantile and HYB's width fall among the bins or past them."""
+    groups = draw(st.dictionaries(st.integers(0, 63), st.integers(1, 3000), max_size=8))
+    groups.update(draw(st.dictionaries(st.integers(0, BINS - 1), st.integers(1, 300), max_size=draw(
+        st.sampled_from([0, 3, 30])))))
+    groups.update(draw(st.dictionaries(st.integers(BINS, 3 * BINS), st.integers(1, 4), max_size=6)))
+    return groups or {draw(st.integers(0, 3 * BINS)): 1}
+
+
+@pytest.mark.gpu
+@settings(max_examples=60, deadline=None)
+@given(gpu_length_groups(), st.sampled_from([np.float32, np.float64, np.complex128]),
+       st.sampled_from([np.int32, np.int64]), st.integers(0, 2**32 - 1))
+def test_gpu_summary_matches_the_host_summary(groups, value_dtype, index_dtype, seed):
+    """Matrices on the device, summarised by stats_summary into host memory, against the host's
+    summary of the same statistics (its twin) and against NumPy, on histograms of every shape."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.permutation(np.repeat(np.array(list(groups), dtype=np.int64), list(groups.values())))
+    S = from_lengths(lengths, 3 * BINS + 1, rng).astype(value_dtype)
+    gpu, cpu = (sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend=b) for b in ("gpu", "cpu"))
+    assert advisor.matrix_stats(gpu) == advisor.matrix_stats(cpu) == numpy_stats(cpu)
+    assert advisor._workspace().record[advisor.RECORD_STATUS] == advisor.STATUS_SUMMARISED
+
+
+def assert_workspace_zero() -> None:
+    space = advisor._workspace()
+    assert space.zero and not space.buffer[:advisor.STATS_COUNTERS + twins.OUT_OVERFLOW].any()
+
+
+@pytest.mark.gpu
+def test_gpu_summary_or_head_left_to_the_host(monkeypatch, rng):
+    """The kernel summarises unless more rows are past the bins than its list holds, or at least
+    as many as SELL would stage (then the host summarises the head it leaves); either way the
+    statistics are the host's and the buffer is zero again for the next call. Summarising calls
+    write the record afresh: its words are poisoned first."""
+    monkeypatch.setattr(advisor, "_WORKSPACES", advisor._Workspaces())
+    past_list = np.concatenate([np.full(1100, BINS), rng.integers(0, 9, 3000)])
+    cases = {"tridiagonal": (tridiagonal(5000), advisor.STATUS_SUMMARISED),
+             "R-MAT": (datasets.generate("rmat", "small"), advisor.STATUS_SUMMARISED),
+             "1100 rows past the bins": (from_lengths(past_list, BINS + 1, rng), advisor.STATUS_HEAD_KEPT),
+             "after it": (from_lengths(rng.integers(0, 60, 7000), 100, rng), advisor.STATUS_SUMMARISED)}
+    for label, (S, status) in cases.items():
+        gpu, cpu = (sparsegpu.CSR.from_scipy(S, backend=b) for b in ("gpu", "cpu"))
+        space = advisor._workspace()
+        space.record[advisor.RECORD_HEAD:] = -7
+        assert advisor.matrix_stats(gpu) == advisor.matrix_stats(cpu) == numpy_stats(cpu), label
+        assert space.record[advisor.RECORD_STATUS] == status, label
+        if status == advisor.STATUS_SUMMARISED:  # word for word the host's (hot rows' entries where used)
+            host = advisor._record_of_buffer(*advisor._read_statistics(cpu), *S.shape[:1], S.nnz, 8, 4)
+            kernel = space.record[advisor.RECORD_HEAD:].tolist()
+            used = len(host) if host[twins.OUT_LONGEST] >= sell_module.HOT_MIN_GATHERS else len(host) - 1
+            assert kernel[:used] == host[:used], label
+        assert_workspace_zero()
+    # At least as many rows past the bins as SELL stages rows (a small HOT_BYTES): left to the host.
+    monkeypatch.setattr(sell_module, "HOT_BYTES", 4 * 8)
+    monkeypatch.setattr(advisor, "_WORKSPACES", advisor._Workspaces())
+    for rows_past, status in [(3, advisor.STATUS_SUMMARISED), (4, advisor.STATUS_HEAD_KEPT)]:
+        lengths = np.concatenate([rng.integers(0, 300, 2000), BINS + rng.integers(0, 50, rows_past)])
+        S = from_lengths(rng.permutation(lengths), 2 * BINS, rng)
+        gpu, cpu = (sparsegpu.CSR.from_scipy(S, backend=b) for b in ("gpu", "cpu"))
+        assert advisor.matrix_stats(gpu) == advisor.matrix_stats(cpu) == numpy_stats(cpu), rows_past
+        assert advisor._workspace().record[advisor.RECORD_STATUS] == status, rows_past
+        assert_workspace_zero()
+
+
+@pytest.mark.gpu
+def test_gpu_workspace_recovers_from_a_call_broken_off(rng):
+    """A call broken off between its launch and its end (here: a launch whose head is never read)
+    leaves the workspace marked; the next call zeroes it first and gives the right statistics."""
+    S = from_lengths(rng.integers(0, 40, 5000), 64, rng)
+    gpu, cpu = (sparsegpu.CSR.from_scipy(S, backend=b) for b in ("gpu", "cpu"))
+    space = advisor._workspace()
+    space.launch(gpu, summarise=False)  # leaves its counts in the head, as a broken-off call would
+    assert not space.zero
+    assert advisor.matrix_stats(gpu) == numpy_stats(cpu)
+    assert_workspace_zero()
+
+
+def kernel_summary(head: np.ndarray, longer: np.ndarray, m: int, nnz: int, value_bytes: int,
+                   index_dtype) -> list | None:
+    """stats_summary run on this statistics buffer: the record's words from RECORD_HEAD on, or
+    None where it leaves the head to the host; the head zeroed, or left as it was."""
+    import cupy
+
+    capacity = longer.size + 1  # (room for nnz / ROW_STATS_BINS rows would be too large for scaled histograms)
+    words = np.zeros(advisor.STATS_COUNTERS + twins.OUT_OVERFLOW + capacity, np.int64)
+    words[:advisor.STATS_COUNTERS] = 5  # counters as csr_stats leaves them
+    words[advisor.STATS_COUNTERS:advisor.STATS_COUNTERS + twins.OUT_OVERFLOW] = head
+    words[advisor.STATS_COUNTERS + twins.OUT_OVERFLOW:][:longer.size] = longer
+    buffer = cupy.asarray(words.view(np.uint64))
+    record = np.frombuffer(cupy.cuda.alloc_pinned_memory(advisor.RECORD_WORDS * 8), np.int64, advisor.RECORD_WORDS)
+    record[:] = -7
+    pointer = buffer.data.ptr
+    advisor.STATS_KERNELS.function("stats_summary<{I}>", np.float64, index_dtype)(
+        (1,), (advisor.STATS_BLOCK,), (np.uint64(pointer), np.uint64(pointer + 8 * advisor.STATS_COUNTERS),
+                                        np.int64(m), np.int64(nnz), np.int64(capacity), np.uint64(11),
+                                        np.uint64(record.ctypes.data), *advisor._summary_arguments(m, nnz, value_bytes)))
+    cupy.cuda.runtime.deviceSynchronize()
+    assert record[advisor.RECORD_EPOCH] == 11
+    after = buffer.get().view(np.int64)
+    if record[advisor.RECORD_STATUS] == advisor.STATUS_HEAD_KEPT:
+        np.testing.assert_array_equal(after, words)
+        return None
+    assert record[advisor.RECORD_STATUS] == advisor.STATUS_SUMMARISED
+    assert not after[:advisor.STATS_COUNTERS + twins.OUT_OVERFLOW].any()
+    return record[advisor.RECORD_HEAD:].tolist()
+
+
+@pytest.mark.gpu
+@settings(max_examples=150, deadline=None)
+@given(length_groups(), st.sampled_from([1, 1000, 10**6, 10**9]),
+       st.sampled_from([(4, np.int32), (8, np.int32), (16, np.int32), (8, np.int64), (16, np.int64)]),
+       st.integers(0, 2**32 - 1))
+def test_gpu_summary_kernel_matches_its_twin(groups, scale, value_bytes_and_index, seed):
+    """stats_summary on statistics buffers made on the host, against the host's summary word for
+    word: histograms of every shape (few lengths, lengths over all the bins, rows past the bins,
+    sometimes more than the kernel lists), their rows in the bins multiplied by up to 10^9 (costs
+    past float64's exact integers, which the kernel leaves to the host). Unscaled histograms with
+    at most SUMMARY_OVERFLOW_ROWS rows past the bins are always the kernel's own."""
+    value_bytes, index_dtype = value_bytes_and_index
+    rng = np.random.default_rng(seed)
+    head = np.zeros(twins.OUT_OVERFLOW, np.int64)
+    for length, rows in groups.items():
+        if length < BINS:
+            head[twins.OUT_BINS + length] = rows * scale
+    longer = rng.permutation(np.repeat(np.array([k for k in groups if k >= BINS], dtype=np.int64),
+                                       [groups[k] for k in groups if k >= BINS]))
+    bins = head[twins.OUT_BINS:]
+    m = int(bins.sum()) + longer.size
+    nnz = int(bins @ np.arange(BINS)) + int(longer.sum())
+    head[:twins.OUT_SLICE_WIDTHS] = [*rng.integers(0, nnz + 1, 3), rng.integers(0, 10**12), rng.integers(0, 10**6)]
+    head[twins.OUT_SLICE_WIDTHS] = rng.integers(0, 2 * nnz + 1)
+    head[twins.OUT_OVERFLOW_ROWS], head[twins.OUT_LONGEST] = longer.size, max(groups)
+    words = kernel_summary(head, longer, m, nnz, value_bytes, index_dtype)
+    if words is None:
+        assert scale > 1 or longer.size > kernel_constant("SUMMARY_OVERFLOW_ROWS")
+        return
+    host = advisor._record_of_buffer(head, longer, m, nnz, value_bytes, np.dtype(index_dtype).itemsize)
+    used = len(host) if max(groups) >= sell_module.HOT_MIN_GATHERS else len(host) - 1  # hot rows' entries
+    # The squares and HYB's ELL entries: integers here, floats there where the host sums in
+    # float64; the statistics round both once.
+    for word in (twins.OUT_BINS + 2, twins.OUT_BINS + 7):
+        words[word], host[word] = float(words[word]), float(host[word])
+    assert words[:used] == host[:used]
