@@ -17,6 +17,7 @@ with ``nvcc -arch=sm_90`` on a machine without a GPU (see ``.ci/run``).
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import re
 import threading
@@ -168,6 +169,43 @@ def _function(kernels: KernelFile, expression: str, value: np.dtype, index: np.d
 
 
 # --------------------------------------------------------------------------- launch helpers
+
+
+class PackedLaunch:
+    """A kernel's launch whose arguments live in C storage between calls: set those that change,
+    then launch with one driver call. For small launches made again and again (the advisor's
+    statistics), where packing a dozen Python arguments anew costs more than the kernel runs.
+    ``function``: a compiled kernel (:meth:`KernelFile.function`; None holds arguments only, as
+    below); ``types``: the ctypes type of each of its parameters, in order (``c_uint64`` for a
+    pointer).
+
+    >>> import ctypes
+    >>> packed = PackedLaunch(None, [ctypes.c_uint64, ctypes.c_int32])
+    >>> packed.set(0, 7, -2); packed.values()
+    [7, -2]
+    """
+
+    def __init__(self, function: Any, types: Sequence[type]) -> None:
+        self.function = function  # kept alive with its module
+        self.handle = None if function is None else function.kernel.ptr
+        self.arguments = [kind() for kind in types]
+        self.parameters = (ctypes.c_void_p * len(self.arguments))(*map(ctypes.addressof, self.arguments))
+
+    def set(self, first: int, *values: int) -> None:
+        """Set the arguments from position ``first`` on."""
+        for argument, value in zip(self.arguments[first:first + len(values)], values):
+            argument.value = int(value)
+
+    def values(self) -> list[int]:
+        """The arguments as they are now."""
+        return [argument.value for argument in self.arguments]
+
+    def __call__(self, grid: int, block: int, stream: int) -> None:
+        """Launch on ``stream`` (a CUDA stream handle) with ``grid`` blocks of ``block`` threads."""
+        from cupy_backends.cuda.api import driver
+
+        driver.launchKernel(self.handle, grid, 1, 1, block, 1, 1, 0, stream, ctypes.addressof(self.parameters), 0)
+
 
 
 def blocks_for(work_items: int, per_block: int) -> int:

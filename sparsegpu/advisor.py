@@ -65,6 +65,7 @@ whether converting pays off. ``autotune=True`` measures every candidate on the d
 from __future__ import annotations
 
 import bisect
+import ctypes
 import functools
 import itertools
 import json
@@ -78,7 +79,7 @@ from typing import Any
 
 import numpy as np
 
-from sparsegpu._kernels import KernelFile, device_properties
+from sparsegpu._kernels import KernelFile, PackedLaunch, device_properties
 from sparsegpu.formats import sell
 from sparsegpu.formats._base import SparseMatrix, as_scipy_sparse
 from sparsegpu.formats._compressed import (LONG_BLOCK, LONG_CHUNK, THREADS_PER_ROW, long_row_limit,
@@ -278,22 +279,34 @@ def _resident_blocks(index_itemsize: int, device: int | None = None) -> int:
     return STATS_BLOCKS_PER_SM[index_itemsize] * device_properties(device)["multiprocessors"]
 
 
-def _statistics_kernel(csr: Any, buffer: Any, queue: Any, epoch: int) -> None:
-    """Launch ``csr_stats`` on a GPU CSR with at least one row. ``buffer`` (uint64): the kernel's
-    :data:`STATS_COUNTERS` work counters, then the statistics buffer (layout in
-    sparsegpu/reference/stats.py), with words 0 .. STATS_COUNTERS + OUT_OVERFLOW zero and room
-    for :func:`overflow_capacity` longer rows after them. ``queue`` (uint64,
+def _statistics_arguments(csr: Any, buffer: Any, queue: Any, epoch: int) -> tuple[tuple[int], tuple[Any, ...]]:
+    """``csr_stats``'s grid and arguments for a GPU CSR with at least one row. ``buffer``
+    (uint64): the kernel's :data:`STATS_COUNTERS` work counters, then the statistics buffer
+    (layout in sparsegpu/reference/stats.py), with words 0 .. STATS_COUNTERS + OUT_OVERFLOW zero
+    and room for :func:`overflow_capacity` longer rows after them. ``queue`` (uint64,
     QUEUE_WORDS words per chunk slot, never written by the host but zeroed when allocated): its
-    chunk queue, whose slots count as published when they hold ``epoch``, which must exceed every
-    earlier call's epoch on this queue. (:func:`_read_statistics` launches the same with its
-    workspace's arguments kept between calls.)"""
+    chunk queue, whose slots count as published when they hold ``epoch``, which must exceed
+    every earlier call's epoch on this queue. (The workspace packs the same once per matrix
+    shape and keeps it between calls.)"""
     itemsize = csr.index_dtype.itemsize
     grid, scalars = _statistics_launch(csr.shape[0], csr.nnz, itemsize, queue.size // QUEUE_WORDS,
                                        _resident_blocks(itemsize))
     pointer = buffer.data.ptr
-    STATS_KERNELS.function("csr_stats<{I}>", np.float64, csr.index_dtype)(
-        grid, (STATS_BLOCK,), (csr.indptr, csr.indices, *scalars, np.uint64(epoch), np.uint64(pointer),
-                               np.uint64(pointer + 8 * STATS_COUNTERS), np.uint64(queue.data.ptr)))
+    return grid, (csr.indptr, csr.indices, *scalars, np.uint64(epoch), np.uint64(pointer),
+                  np.uint64(pointer + 8 * STATS_COUNTERS), np.uint64(queue.data.ptr))
+
+
+def _statistics_kernel(csr: Any, buffer: Any, queue: Any, epoch: int) -> None:
+    """Launch ``csr_stats`` afresh (see :func:`_statistics_arguments`)."""
+    grid, arguments = _statistics_arguments(csr, buffer, queue, epoch)
+    STATS_KERNELS.function("csr_stats<{I}>", np.float64, csr.index_dtype)(grid, (STATS_BLOCK,), arguments)
+
+
+#: The kernels' parameter types (kernels/matrix_stats.cu), for their packed launches.
+CSR_STATS_PARAMETERS = ([ctypes.c_uint64] * 2 + [ctypes.c_int64] * 2 + [ctypes.c_int32] + [ctypes.c_int64] * 2
+                        + [ctypes.c_uint64] * 4)  # indptr, indices, n_rows ... queue_capacity, epoch ... queue
+STATS_SUMMARY_PARAMETERS = ([ctypes.c_uint64] * 2 + [ctypes.c_int64] * 3 + [ctypes.c_uint64] * 2
+                            + [ctypes.c_int64] * 2 + [ctypes.c_int32] + [ctypes.c_int64] * 3)  # counters ... target99
 
 
 def queue_capacity(nnz: int, index_itemsize: int) -> int:
@@ -312,11 +325,13 @@ class _Workspace:
     that read it; and the epoch of the last call. Each call finishes before it returns, so the
     thread's next call may reuse them.
 
-    The launches' host work is kept too, as NumPy scalars ready for the kernels: per index type
-    the compiled kernels and the resident blocks; the buffer's and queue's pointers and the queue's
-    slots (renewed when they grow); and the last matrix's plan (its grid and scalars, from its
-    rows, entries, index and value sizes, and the slots), which a call for another matrix
-    replaces."""
+    The launches' host work is kept too: per index type the two kernels' launches with their
+    arguments packed in C storage (:class:`PackedLaunch`; a CuPy launch of a dozen arguments costs
+    more than the kernels on small matrices) and the resident blocks; the buffer's and queue's
+    pointers and the queue's slots (renewed when they grow); and the last matrix's plan (the
+    packed arguments, the grid and the overflow capacity, from its rows, entries, index and value
+    sizes, and the slots), which a call for another matrix replaces. A call then sets the CSR's
+    arrays and its epoch, and launches."""
 
     def __init__(self, device: int) -> None:
         import cupy
@@ -330,10 +345,9 @@ class _Workspace:
         self.head_words = self.head[:OUT_OVERFLOW]
         self.record = np.frombuffer(cupy.cuda.alloc_pinned_memory(RECORD_WORDS * 8), np.int64, RECORD_WORDS)
         self.record[:] = 0
-        self.record_pointer = np.uint64(self.record.ctypes.data)
         self.epoch = 0
         self.zero = True  # whether the counters and head are zero (False only if a call broke off)
-        self.kernels: dict[np.dtype, tuple[Any, Any, int]] = {}
+        self.launches: dict[np.dtype, tuple[PackedLaunch, PackedLaunch, int]] = {}
         self.plan_key: tuple[int, int, np.dtype, int] | None = None
         self._renew_pointers()
 
@@ -354,44 +368,53 @@ class _Workspace:
     def _renew_pointers(self) -> None:
         self.pointer = self.buffer.data.ptr
         self.slots = self.queue.size // QUEUE_WORDS
-        self.pointers = (np.uint64(self.pointer), np.uint64(self.pointer + 8 * STATS_COUNTERS),
-                         np.uint64(self.queue.data.ptr))
-        self.plan_key = None  # its slots may have changed
+        self.plan_key = None  # its pointers and slots may have changed
 
-    def plan(self, m: int, nnz: int, index_dtype: np.dtype, value_bytes: int) -> tuple:
-        """(``csr_stats``, ``stats_summary``, the first's grid and scalars, the second's
-        arguments before and after the epoch, the overflow capacity) for a matrix of ``m > 0``
-        rows, ``nnz`` entries and these index and value types, the buffer and queue grown to fit
-        it."""
-        if (m, nnz, index_dtype, value_bytes) != self.plan_key:
+    def plan(self, m: int, nnz: int, index_dtype: np.dtype,
+             value_bytes: int) -> tuple[PackedLaunch, PackedLaunch, int, int]:
+        """(``csr_stats``'s and ``stats_summary``'s launches, the first's grid, the overflow
+        capacity) for a matrix of ``m > 0`` rows, ``nnz`` entries and these index and value types,
+        their arguments set but for the CSR's arrays and the epoch, the buffer and queue grown to
+        fit it."""
+        key = (m, nnz, index_dtype, value_bytes)
+        if key != self.plan_key:
             capacity, itemsize = overflow_capacity(nnz), index_dtype.itemsize
             self.fit(STATS_COUNTERS + OUT_OVERFLOW + capacity, QUEUE_WORDS * queue_capacity(nnz, itemsize))
-            if index_dtype not in self.kernels:
-                self.kernels[index_dtype] = (STATS_KERNELS.function("csr_stats<{I}>", np.float64, index_dtype),
-                                             STATS_KERNELS.function("stats_summary<{I}>", np.float64, index_dtype),
-                                             _resident_blocks(itemsize, self.device))
-            kernel, summary_kernel, resident = self.kernels[index_dtype]
-            self.plan_key = (m, nnz, index_dtype, value_bytes)
-            self.last_plan = (kernel, summary_kernel, *_statistics_launch(m, nnz, itemsize, self.slots, resident),
-                              (*self.pointers[:2], np.int64(m), np.int64(nnz), np.int64(capacity)),
-                              (self.record_pointer, *_summary_arguments(m, nnz, value_bytes)), capacity)
+            if index_dtype not in self.launches:
+                self.launches[index_dtype] = (
+                    PackedLaunch(STATS_KERNELS.function("csr_stats<{I}>", np.float64, index_dtype), CSR_STATS_PARAMETERS),
+                    PackedLaunch(STATS_KERNELS.function("stats_summary<{I}>", np.float64, index_dtype),
+                                 STATS_SUMMARY_PARAMETERS),
+                    _resident_blocks(itemsize, self.device))
+            stats, summary, resident = self.launches[index_dtype]
+            (grid,), scalars = _statistics_launch(m, nnz, itemsize, self.slots, resident)
+            counters, out = self.pointer, self.pointer + 8 * STATS_COUNTERS
+            stats.set(2, *scalars)
+            stats.set(8, counters, out, self.queue.data.ptr)
+            summary.set(0, counters, out, m, nnz, capacity)
+            summary.set(6, self.record.ctypes.data, *_summary_arguments(m, nnz, value_bytes))
+            self.plan_key, self.last_plan = key, (stats, summary, grid, capacity)
         return self.last_plan
 
-    def launch(self, csr: Any, summarise: bool) -> int:
+    def launch(self, csr: Any, summarise: bool) -> tuple[int, int]:
         """Launch ``csr_stats`` on ``csr`` (at least one row) in the current stream, then, if
         ``summarise``, ``stats_summary`` into the record (else the head is left for the caller).
-        Returns the overflow capacity."""
-        kernel, summary_kernel, grid, scalars, buffer_arguments, summary_arguments, capacity = self.plan(
-            csr.shape[0], csr.nnz, csr.index_dtype, csr.dtype.itemsize)
+        Returns the overflow capacity and the stream."""
+        import cupy
+
+        stats, summary, grid, capacity = self.plan(csr.shape[0], csr.nnz, csr.index_dtype, csr.dtype.itemsize)
         if not self.zero:
             self.clear()
         self.epoch += 1
         self.zero = False
-        epoch = np.uint64(self.epoch)
-        kernel(grid, (STATS_BLOCK,), (csr.indptr, csr.indices, *scalars, epoch, *self.pointers))
+        stream = cupy.cuda.get_current_stream().ptr
+        stats.set(0, csr.indptr.data.ptr, csr.indices.data.ptr)
+        stats.set(7, self.epoch)
+        stats(grid, STATS_BLOCK, stream)
         if summarise:
-            summary_kernel((1,), (STATS_BLOCK,), (*buffer_arguments, epoch, *summary_arguments))
-        return capacity
+            summary.set(5, self.epoch)
+            summary(1, STATS_BLOCK, stream)
+        return capacity, stream
 
     def clear(self) -> None:
         """Zero the counters and the head, and wait for it (a later call may come on another
@@ -403,12 +426,12 @@ class _Workspace:
         stream.synchronize()
         self.zero = True
 
-    def read_head(self, capacity: int) -> tuple[np.ndarray, np.ndarray]:
-        """After a launch that left the head: the head and the longer rows' lengths, as in
-        :func:`_read_statistics`; the counters and head zeroed again."""
+    def read_head(self, capacity: int, stream: int) -> tuple[np.ndarray, np.ndarray]:
+        """After a launch on ``stream`` that left the head: the head and the longer rows'
+        lengths, as in :func:`_read_statistics`; the counters and head zeroed again."""
         import cupy
 
-        runtime, stream = cupy.cuda.runtime, cupy.cuda.get_current_stream().ptr
+        runtime = cupy.cuda.runtime
         copied = min(HEAD_OVERFLOW_ROWS, capacity, self.head.size - OUT_OVERFLOW)
         runtime.memcpyAsync(self.head_pointer, self.pointer + 8 * STATS_COUNTERS, (OUT_OVERFLOW + copied) * 8,
                             runtime.memcpyDeviceToHost, stream)
@@ -470,7 +493,7 @@ def _read_statistics(csr: Any) -> tuple[np.ndarray, np.ndarray]:
         out = out.view(np.int64)
         return out[:OUT_OVERFLOW], out[OUT_OVERFLOW:OUT_OVERFLOW + min(int(out[OUT_OVERFLOW_ROWS]), capacity)]
     space = _workspace()
-    return space.read_head(space.launch(csr, summarise=False))
+    return space.read_head(*space.launch(csr, summarise=False))
 
 
 def _statistics_record(csr: Any) -> list:
@@ -486,15 +509,15 @@ def _statistics_record(csr: Any) -> list:
     import cupy
 
     space = _workspace()
-    capacity = space.launch(csr, summarise=True)
-    cupy.cuda.runtime.streamSynchronize(cupy.cuda.get_current_stream().ptr)
+    capacity, stream = space.launch(csr, summarise=True)
+    cupy.cuda.runtime.streamSynchronize(stream)
     record = space.record
     if record.item(RECORD_EPOCH) != space.epoch:
-        raise RuntimeError("csr_stats finished without writing its record")
+        raise RuntimeError("stats_summary finished without writing its record")
     if record.item(RECORD_STATUS) == STATUS_SUMMARISED:
         space.zero = True
         return record[RECORD_HEAD:].tolist()
-    head, longer = space.read_head(capacity)
+    head, longer = space.read_head(capacity, stream)
     return _record_of_buffer(head, longer, m, csr.nnz, value_bytes, index_bytes)
 
 

@@ -466,42 +466,36 @@ def test_gpu_structure_tiles_and_chunks(index_dtype, rng):
 
 @pytest.mark.gpu
 def test_gpu_workspace_launches_what_a_fresh_launch_would(monkeypatch, rng):
-    """The launch _read_statistics keeps in its workspace between calls (kernel, grid, scalars,
-    pointers) is the one _statistics_kernel builds afresh on the same buffer, queue and epoch:
-    matrices one after another, growing the workspace, then smaller again, then of the same
-    shape with other arrays, with either index type."""
+    """The launch the workspace packs and keeps between calls (grid, arguments) is the one
+    _statistics_arguments builds afresh on the same buffer, queue and epoch: matrices one after
+    another, growing the workspace, then smaller again, then of the same shape with other arrays,
+    with either index type; the statistics stay right."""
     import cupy
 
-    launches, forward = [], [True]
-    fresh_function = advisor.STATS_KERNELS.function
+    from sparsegpu._kernels import PackedLaunch
 
-    def recording_function(*args):
-        kernel = fresh_function(*args)
+    launched, launch = [], PackedLaunch.__call__
 
-        def launch(grid, block, arguments):
-            launches.append((grid, block, [(type(a), a.data.ptr if isinstance(a, cupy.ndarray) else int(a))
-                                           for a in arguments]))
-            if forward[0]:
-                kernel(grid, block, arguments)
-        return launch
+    def recording(self, grid, block, stream):
+        launched.append((grid, block, self.values()))
+        launch(self, grid, block, stream)
 
-    monkeypatch.setattr(advisor.STATS_KERNELS, "function", recording_function)
-    monkeypatch.setattr(advisor, "_WORKSPACES", advisor._Workspaces())  # kernels looked up afresh
+    monkeypatch.setattr(PackedLaunch, "__call__", recording)
+    monkeypatch.setattr(advisor, "_WORKSPACES", advisor._Workspaces())
     small = from_lengths(rng.integers(0, 9, 3000), 500, rng)
     large = from_lengths(np.concatenate([rng.integers(0, 40, 200_000), [3 * BINS, 40 * BINS]]), 41 * BINS, rng)
     for index_dtype in (np.int32, np.int64, np.int32):
         for S in (small, large, small, small.copy()):
             gpu = sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend="gpu")
-            launches.clear()
-            forward[0] = True
-            advisor._read_statistics(gpu)
-            space = advisor._WORKSPACES.by_device[cupy.cuda.runtime.getDevice()]
-            forward[0] = False
-            advisor._statistics_kernel(gpu, space.buffer, space.queue, space.epoch)
-            assert len(launches) == 2 and launches[0] == launches[1]
-            forward[0] = True
+            launched.clear()
+            advisor._read_statistics(gpu)  # csr_stats alone
+            space = advisor._workspace()
+            (grid,), arguments = advisor._statistics_arguments(gpu, space.buffer, space.queue, space.epoch)
+            assert launched == [(grid, advisor.STATS_BLOCK, [a.data.ptr if isinstance(a, cupy.ndarray) else int(a)
+                                                             for a in arguments])]
             assert advisor.matrix_stats(gpu) == numpy_stats(sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype,
                                                                                       backend="cpu"))
+            assert len(launched) == 3  # then csr_stats and stats_summary
 
 
 @pytest.mark.gpu
