@@ -228,6 +228,23 @@ def test_asv_config_and_suite_wiring(monkeypatch):
             suite.SpMV().setup("csr", "float64", "poisson2d")
 
 
+def test_asv_advisor_suite(monkeypatch):
+    """The advisor's benchmark imports without asv, and skips (asv's NotImplementedError) before
+    building a matrix when there is no GPU; on the GPU one ratio is timed."""
+    monkeypatch.syspath_prepend(str(ASV_DIR))
+    import benchmarks.advisor as suite
+
+    assert suite.AdvisorStatistics.unit == "ratio"
+    if not GPU:
+        with pytest.raises(NotImplementedError):
+            suite.AdvisorStatistics().setup("rmat")
+        return
+    monkeypatch.setattr(suite, "CALLS", 5)
+    bench = suite.AdvisorStatistics()
+    bench.setup("random 1000 rows")
+    assert 0 < bench.track_statistics_over_spmv("random 1000 rows") < 20
+
+
 # --------------------------------------------------------------------------- GPU
 
 

@@ -1,5 +1,6 @@
 """sparsegpu's asv suite: SpMV per format x dtype x matrix family against cupyx, the copy
-ceiling, call latency and Python overhead, primitives against CuPy, CG against cupyx.
+ceiling, call latency and Python overhead, primitives against CuPy, CG against cupyx, the
+advisor's statistics against one CSR SpMV.
 
 Every benchmark needs a GPU and skips (``NotImplementedError`` in ``setup``) without one, as
 it does for a format that refuses a matrix or a module the package does not have yet. Results
