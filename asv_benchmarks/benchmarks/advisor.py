@@ -43,6 +43,8 @@ class AdvisorStatistics:
         self.csr = sparsegpu.CSR.from_scipy(S, backend="gpu")
         self.x, self.y = cupy.ones(S.shape[1]), cupy.empty(S.shape[0])
         self.stream = cupy.cuda.get_current_stream()
+        advisor.matrix_stats(self.csr)  # the workspace allocated, the kernels loaded
+        self.spmv_call()
 
     def spmv_call(self) -> None:
         self.csr.spmv(self.x, self.y)
