@@ -238,24 +238,16 @@ def stats_cost_row(csr, calls: int = 200) -> dict[str, float]:
     synchronisation of the stream) and ``ratio_e2e`` (stats / spmv_e2e, the like-for-like
     ratio: both pay a launch and a synchronisation)."""
     import statistics
-    import time
 
     import cupy
 
-    from sparsegpu.bench.timing import measure
+    from sparsegpu.bench.timing import measure, median_call_seconds
 
     def median_us(samples: list[float]) -> float:
         return statistics.median(samples) * 1e6
 
     def host_clock(fn) -> float:
-        for _ in range(5):
-            fn()
-        samples = []
-        for _ in range(calls):
-            start = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - start)
-        return median_us(samples)
+        return median_call_seconds(fn, calls) * 1e6
 
     stats_us = host_clock(lambda: advisor.matrix_stats(csr))
     space = advisor._workspace()

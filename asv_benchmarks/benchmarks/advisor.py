@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-import statistics
-import time
-
 import sparsegpu
 from sparsegpu import advisor, datasets
+from sparsegpu.bench.timing import median_call_seconds
 
 from ._common import medium, require_gpu
 
 #: Calls per median: each is a few tens to hundreds of microseconds.
 CALLS = 200
-
-
-def median_call_seconds(call) -> float:
-    """Median wall time of ``call()`` (which ends with a synchronisation), after a warm-up."""
-    for _ in range(10):
-        call()
-    samples = []
-    for _ in range(CALLS):
-        start = time.perf_counter()
-        call()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 class AdvisorStatistics:
@@ -51,8 +37,8 @@ class AdvisorStatistics:
         self.stream.synchronize()
 
     def track_statistics_over_spmv(self, matrix: str) -> float:
-        return (median_call_seconds(lambda: advisor.matrix_stats(self.csr))
-                / median_call_seconds(self.spmv_call))
+        return (median_call_seconds(lambda: advisor.matrix_stats(self.csr), CALLS)
+                / median_call_seconds(self.spmv_call, CALLS))
 
     def time_statistics(self, matrix: str) -> None:
         advisor.matrix_stats(self.csr)

@@ -72,6 +72,24 @@ def measure(fn: Callable[[int], Any], backend: str, repeat: int = 20, warmup: in
     return Timing(statistics.median(samples), samples, per_sample)
 
 
+def median_call_seconds(call: Callable[[], Any], calls: int = 200, warmup: int = 5) -> float:
+    """Median wall time of single calls of ``call()``, each timed alone by the host clock: for a
+    call that ends with its own synchronisation (launch to result, as a user sees it), after
+    ``warmup`` untimed calls.
+
+    >>> median_call_seconds(lambda: None, calls=3) < 1e-3
+    True
+    """
+    for _ in range(warmup):
+        call()
+    samples = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
 def _sample(fn: Callable[[int], Any], backend: str, first: int, count: int) -> float:
     if backend != "gpu":
         start = time.perf_counter()
