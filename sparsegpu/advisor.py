@@ -19,7 +19,7 @@ back only for what the summary leaves to the host: more than 1024 rows past the 
 float64's exact integers). The CPU backend fills the same buffer with the NumPy twin
 (sparsegpu/reference/stats.py) and summarises it on the host, so both backends give identical
 statistics. Measured on an H200 (asv_benchmarks/RESULTS.md): 0.18 to 0.84 of one CSR SpMV call
-on matrices of 11M entries and more; 0.9 to 1.7 of it on smaller ones, where both calls take
+on matrices of 11M entries and more; 0.8 to 1.8 of it on smaller ones, where both calls take
 tens of microseconds of launch and memory latency and the statistics need a grid-wide merge and
 a summary after the same loads.
 
