@@ -93,8 +93,9 @@ constexpr int OUT_OVERFLOW = OUT_BINS + STATS_BINS;
 constexpr int COUNTER_TICKET = 0, COUNTER_ANNOUNCED = 1, COUNTER_TILES_DONE = 2;
 constexpr int STATS_COUNTERS = 4;
 // The record stats_summary writes straight into the caller's pinned host memory (int64 words;
-// sparsegpu/advisor.py RECORD_*): the call's epoch (the host checks it is this call's), the status, the head's first
-// OUT_BINS words, then the summary of the row lengths, SUMMARY_WORDS words in this order:
+// sparsegpu/advisor.py RECORD_*): the call's epoch (the host checks it is this call's), the
+// status, the head's first OUT_BINS words, then the summary of the row lengths, SUMMARY_WORDS
+// words in this order:
 // shortest row, empty rows, sum of squared lengths, the p50, p90 and p99 lengths, HYB's width,
 // the entries in HYB's ELL part at that width, rows longer than `limit`, and the entries in the
 // `hot_rows` longest rows.
@@ -535,8 +536,9 @@ csr_stats(const I* __restrict__ indptr, const I* __restrict__ indices, const lon
 // merged bins and the overflow list into the record in pinned host memory (so the host copies
 // nothing back and sums nothing), then zeroes the buffer's counters and the head's used words
 // for the next call (so the host sets nothing before it). A kernel of its own, not csr_stats's
-// last block: csr_stats's registers stay capped for its occupancy, and the summary can be run
-// on any buffer. The twin of the host's summary (sparsegpu/advisor.py _summary_words), bit for
+// last block: that call cost csr_stats's capped loops registers (3-8% on 11-20M entries) and
+// gained nothing at 1024 rows (asv_benchmarks/measured/h200_2026-11-21_s7_summary_*), and the
+// summary can be run on any buffer. The twin of the host's summary (sparsegpu/advisor.py _summary_words), bit for
 // bit. Every word is an integer but HYB's width, the first minimum over the distinct lengths w of
 //     cost(w) = R * w * (v + i) + (after - w * over) * (v + 2 i) + over * 2 v
 // (R rows; `over` rows longer than w hold `after` entries; v, i the value and index bytes),

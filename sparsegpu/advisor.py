@@ -477,8 +477,8 @@ def _workspace() -> _Workspace:
 #: bins (R-MAT scale 21 has 232) need no second copy and synchronisation.
 HEAD_OVERFLOW_ROWS = 1024
 #: The record ``stats_summary`` writes into host memory (kernels/matrix_stats.cu RECORD_*):
-#: the call's epoch (written last), the status, the head's first OUT_BINS words, then the
-#: SUMMARY_WORDS words of :func:`_summary_words`.
+#: the call's epoch (the host checks it is this call's), the status, the head's first OUT_BINS
+#: words, then the SUMMARY_WORDS words of :func:`_summary_words`.
 RECORD_EPOCH, RECORD_STATUS, RECORD_HEAD, RECORD_SUMMARY, SUMMARY_WORDS = 0, 1, 2, 2 + OUT_BINS, 10
 RECORD_WORDS = RECORD_SUMMARY + SUMMARY_WORDS
 #: The record's status: summarised (the buffer zeroed again), or the head left for the host.
