@@ -669,8 +669,9 @@ stats_summary(unsigned long long* __restrict__ counters, unsigned long long* __r
                 if (previous < targets[q] && targets[q] <= rows_to) found[q] = k;
         }
         if (k == limit_bin) long_rows += bin_rows - rows_to;
-        if ((k == 0 || previous <= hot_target) && rows_to > hot_target)
-            found[4] = listed_entries + (bin_entries - entries_to) + (hot_rows - overflow_rows - (bin_rows - rows_to)) * k;
+        if ((k == 0 || previous <= hot_target) && rows_to > hot_target)  // the hot rows' shortest length
+            found[4] = listed_entries + (bin_entries - entries_to) +
+                       (hot_rows - overflow_rows - (bin_rows - rows_to)) * k;
     }
     // The rows past the bins: each length against the whole list (at most SUMMARY_OVERFLOW_ROWS).
     for (int r = threadIdx.x; r < overflow_rows; r += STATS_BLOCK) {
