@@ -90,8 +90,10 @@ constexpr int STATS_WINDOW = 2016;
 constexpr int STATS_BINS = 4096;
 constexpr int OUT_SLICE_WIDTHS = 5, OUT_OVERFLOW_ROWS = 6, OUT_LONGEST = 7, OUT_BINS = 8;
 constexpr int OUT_OVERFLOW = OUT_BINS + STATS_BINS;
-constexpr int COUNTER_TICKET = 0, COUNTER_ANNOUNCED = 1, COUNTER_TILES_DONE = 2;
-constexpr int STATS_COUNTERS = 4;
+// Each work counter on a 128-byte line of its own, apart from the head every block merges into:
+// every block's atomics on them would otherwise queue at one L2 slice.
+constexpr int COUNTER_TICKET = 0, COUNTER_ANNOUNCED = 16, COUNTER_TILES_DONE = 32;
+constexpr int STATS_COUNTERS = 48;
 // The record stats_summary writes straight into the caller's pinned host memory (int64 words;
 // sparsegpu/advisor.py RECORD_*): the call's epoch (the host checks it is this call's), the
 // status, the head's first OUT_BINS words, then the summary of the row lengths, SUMMARY_WORDS
@@ -506,27 +508,30 @@ csr_stats(const I* __restrict__ indptr, const I* __restrict__ indices, const lon
     __syncthreads();  // the stage is free
     if (threadIdx.x % 32 == 0) scratch[0][warp] = distance, scratch[1][warp] = band;
     __syncthreads();
-    if (threadIdx.x < 5) {
-        unsigned long long below = 0, above = 0, distance_total = 0, band_total = 0;
+    if (threadIdx.x < 8 && threadIdx.x != OUT_OVERFLOW_ROWS) {
+        unsigned long long below = 0, above = 0, distance_total = 0, band_total = 0, widths = 0, longest = 0;
         for (int w = 0; w < STATS_BLOCK / 32; ++w) {
             below += warp_structure[w][0], above += warp_structure[w][1], distance_total += scratch[0][w];
             band_total = scratch[1][w] > band_total ? scratch[1][w] : band_total;
+            widths += warp_widths[w];
+            longest = warp_longest[w] > longest ? warp_longest[w] : longest;
         }
-        // Thread t merges word t: below, on (the block's entries less those off the diagonal),
-        // above, the sum of |i - j|, its max.
+        // Thread t merges word t, one atomic a word a block: below, on (the block's entries less
+        // those off the diagonal), above, the sum of |i - j|, its max, the slices' widths, the
+        // longest row.
         const unsigned long long total = threadIdx.x == 0 ? below
                                          : threadIdx.x == 1 ? block_entries - below - above
                                          : threadIdx.x == 2 ? above
                                          : threadIdx.x == 3 ? distance_total
-                                                            : band_total;
-        if (threadIdx.x == 4) {
-            if (total) atomicMax(out + 4, total);
+                                         : threadIdx.x == 4 ? band_total
+                                         : threadIdx.x == OUT_SLICE_WIDTHS ? widths
+                                                                           : longest;
+        if (threadIdx.x == 4 || threadIdx.x == OUT_LONGEST) {
+            if (total) atomicMax(out + threadIdx.x, total);
         } else if (total) {
             atomicAdd(out + threadIdx.x, total);
         }
     }
-    if (threadIdx.x % 32 == 0 && warp_widths[warp]) atomicAdd(out + OUT_SLICE_WIDTHS, warp_widths[warp]);
-    if (threadIdx.x % 32 == 0 && warp_longest[warp]) atomicMax(out + OUT_LONGEST, warp_longest[warp]);
     for (int b = threadIdx.x; b < STATS_BINS; b += STATS_BLOCK)
         if (bins[b]) atomicAdd(out + OUT_BINS + b, (unsigned long long)bins[b]);
 }

@@ -18,10 +18,10 @@ synchronisation: nothing is set before, copied back after or summed on the host 
 back only for what the summary leaves to the host: more than 1024 rows past the bins, costs past
 float64's exact integers). The CPU backend fills the same buffer with the NumPy twin
 (sparsegpu/reference/stats.py) and summarises it on the host, so both backends give identical
-statistics. Measured on an H200 (asv_benchmarks/RESULTS.md): 0.18 to 0.84 of one CSR SpMV call
-on matrices of 11M entries and more; 0.8 to 1.8 of it on smaller ones, where both calls take
-tens of microseconds of launch and memory latency and the statistics need a grid-wide merge and
-a summary after the same loads.
+statistics. Measured on an H200 (asv_benchmarks/RESULTS.md): at most one CSR SpMV call down to
+about 1.5M entries (0.18 to 0.81 from 11M on); 1.0 to 1.6 of it on smaller matrices (and R-MAT
+graphs up to 8M entries), where both calls take tens of microseconds of launch and memory
+latency and the statistics need a grid-wide merge and a summary after the same loads.
 
 The model, per format f, for ``A @ x`` timed back to back (the host issues the next call while
 the device runs this one, so the slower of the two sets the pace):
@@ -105,7 +105,7 @@ STATS_BLOCKS_PER_SM = {4: 6, 8: 5}
 STATS_BLOCK = 256  # kernels/matrix_stats.cu STATS_BLOCK
 STATS_WINDOW = 2016  # kernels/matrix_stats.cu STATS_WINDOW: rows a tile holds at most
 STATS_ITEM_BYTES = 65536  # kernels/matrix_stats.cu STATS_ITEM<I> * sizeof(I): columns per work item
-STATS_COUNTERS = 4  # work counters before the statistics buffer (kernels/matrix_stats.cu COUNTER_*)
+STATS_COUNTERS = 48  # words of work counters before the statistics buffer (kernels/matrix_stats.cu COUNTER_*)
 QUEUE_WORDS = 4  # kernels/matrix_stats.cu QUEUE_WORDS: words per chunk slot
 STATS_KERNELS = KernelFile("matrix_stats.cu", ["csr_stats<{I}>", "stats_summary<{I}>"], value_dtypes=[np.float64])
 CALIBRATION_FILE = Path(__file__).with_name("advisor_calibration.json")
