@@ -60,9 +60,9 @@
 // before its own structure work. A block holding slot c waits (thread 0 polls, sleeping) until
 // slot c is published, or until every tile is done and fewer than c + 1 chunks were announced,
 // then leaves. It waits only on tiles whose tickets came before its own, so on blocks already
-// running that never wait: progress is guaranteed. The counters (counters[0] the ticket,
-// [1] chunks announced, [2] tiles done) lie just before `out` and are zeroed by the same memset
-// as its head; published slots carry the call's epoch (the host counts calls up), so the queue
+// running that never wait: progress is guaranteed. The counters (COUNTER_*: the ticket, chunks
+// announced, tiles done) lie just before `out` and are zeroed with its head, by stats_summary
+// (or the host); published slots carry the call's epoch (the host counts calls up), so the queue
 // is never zeroed: an older call's slots hold older epochs.
 #include "common.cuh"
 
