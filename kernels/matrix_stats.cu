@@ -345,38 +345,121 @@ __device__ __forceinline__ void tile_rows_stats(const I* window, const int rows,
     }
 }
 
+// A block's totals in shared memory: per warp (written by lane 0) the sum of its slices' widths,
+// its longest row, its entries below and above the diagonal; scratch for the merge; the entries
+// of the block's items (thread 0's).
+struct BlockTotals {
+    unsigned long long widths[STATS_BLOCK / 32], longest[STATS_BLOCK / 32], structure[STATS_BLOCK / 32][2];
+    unsigned long long scratch[2][STATS_BLOCK / 32];
+    unsigned long long entries;
+    __device__ __forceinline__ void clear() {
+        if (threadIdx.x < STATS_BLOCK / 32) {
+            widths[threadIdx.x] = longest[threadIdx.x] = 0;
+            structure[threadIdx.x][0] = structure[threadIdx.x][1] = 0;
+        }
+        if (threadIdx.x == 0) entries = 0;
+    }
+};
+
+// The block's statistics into the buffer (`bins` 16-byte aligned), after every thread's s.end_item: |i - j|'s sum and max
+// over each warp, then over the block with the warps' other totals, one atomic a head word a
+// block (the barrier also orders every shared bin update before the bins' merge).
+template <class I>
+__device__ __forceinline__ void merge_block(const Structure<I>& s, BlockTotals& totals, const unsigned* bins,
+                                            unsigned long long* __restrict__ out) {
+    const unsigned long long distance = sg::subwarp_sum<32>(s.distance);
+    unsigned long long band = s.band;
+    for (int offset = 16; offset > 0; offset /= 2) {
+        const unsigned long long other = sg::shfl_down(band, offset);
+        band = other > band ? other : band;
+    }
+    const int warp = threadIdx.x / 32;
+    if (threadIdx.x % 32 == 0) totals.scratch[0][warp] = distance, totals.scratch[1][warp] = band;
+    __syncthreads();
+    if (threadIdx.x < 8 && threadIdx.x != OUT_OVERFLOW_ROWS) {
+        unsigned long long below = 0, above = 0, distance_total = 0, band_total = 0, widths = 0, longest = 0;
+        for (int w = 0; w < STATS_BLOCK / 32; ++w) {
+            below += totals.structure[w][0], above += totals.structure[w][1], distance_total += totals.scratch[0][w];
+            band_total = totals.scratch[1][w] > band_total ? totals.scratch[1][w] : band_total;
+            widths += totals.widths[w];
+            longest = totals.longest[w] > longest ? totals.longest[w] : longest;
+        }
+        // Thread t merges word t: below, on (the block's entries less those off the diagonal),
+        // above, the sum of |i - j|, its max, the slices' widths, the longest row.
+        const unsigned long long total = threadIdx.x == 0 ? below
+                                         : threadIdx.x == 1 ? totals.entries - below - above
+                                         : threadIdx.x == 2 ? above
+                                         : threadIdx.x == 3 ? distance_total
+                                         : threadIdx.x == 4 ? band_total
+                                         : threadIdx.x == OUT_SLICE_WIDTHS ? widths
+                                                                           : longest;
+        if (threadIdx.x == 4 || threadIdx.x == OUT_LONGEST) {
+            if (total) atomicMax(out + threadIdx.x, total);
+        } else if (total) {
+            atomicAdd(out + threadIdx.x, total);
+        }
+    }
+    // Four bins a shared load.
+    for (int q = threadIdx.x; q < STATS_BINS / 4; q += STATS_BLOCK) {
+        const uint4 counts = reinterpret_cast<const uint4*>(bins)[q];
+        unsigned long long* to = out + OUT_BINS + 4 * q;
+        if (counts.x) atomicAdd(to, (unsigned long long)counts.x);
+        if (counts.y) atomicAdd(to + 1, (unsigned long long)counts.y);
+        if (counts.z) atomicAdd(to + 2, (unsigned long long)counts.z);
+        if (counts.w) atomicAdd(to + 3, (unsigned long long)counts.w);
+    }
+}
+
+// The block's shared bins (16-byte aligned) zeroed, 16 bytes a store.
+__device__ __forceinline__ void clear_bins(unsigned* bins) {
+    for (int q = threadIdx.x; q < STATS_BINS / 4; q += STATS_BLOCK) reinterpret_cast<uint4*>(bins)[q] = uint4{0, 0, 0, 0};
+}
+
+// 16-byte vectors that hold `count` pointers of type I.
+template <class I> __host__ __device__ constexpr int vectors_holding(int count) { return (count * (int)sizeof(I) + 15) / 16; }
+
+// indptr[row0 .. row0 + count) into shared memory (count <= MAX), all loads in flight at once:
+// whole 16-byte vectors copied straight to shared memory where indptr + row0 is 16-byte aligned,
+// the rest one by one. Complete at copy_to_shared_wait.
+template <class I, int MAX>
+__device__ __forceinline__ void load_pointers(const I* __restrict__ indptr, const long long row0, const int count,
+                                              sg::vec16<I>* storage) {
+    using Vec = sg::vec16<I>;
+    constexpr int VECS = (vectors_holding<I>(MAX) + STATS_BLOCK - 1) / STATS_BLOCK;
+    const bool vectors = reinterpret_cast<unsigned long long>(indptr + row0) % 16 == 0;
+    const int whole = vectors ? count / Vec::N : 0;
+    const Vec* source = reinterpret_cast<const Vec*>(indptr + row0);
+#pragma unroll
+    for (int v = 0; v < VECS; ++v) {
+        const int q = threadIdx.x + v * STATS_BLOCK;
+        if (q < whole) copy_to_shared(storage + q, source + q);
+    }
+    I* window = reinterpret_cast<I*>(storage);
+    for (int i = whole * Vec::N + threadIdx.x; i < count; i += STATS_BLOCK) window[i] = sg::ldg(indptr + row0 + i);
+}
+
 template <class I>
 __global__ void __launch_bounds__(STATS_BLOCK, STATS_MIN_BLOCKS<I>)
 csr_stats(const I* __restrict__ indptr, const I* __restrict__ indices, const long long n_rows, const long long nnz,
           const int tile_rows, const long long overflow_capacity, const long long queue_capacity,
           const unsigned long long epoch, unsigned long long* __restrict__ counters,
           unsigned long long* __restrict__ out, unsigned long long* __restrict__ queue) {
-    using Vec = sg::vec16<I>;
     constexpr long long ITEM = STATS_ITEM<I>;
-    constexpr int WINDOW_VECS = (STATS_WINDOW * (int)sizeof(I) / 16 + STATS_BLOCK - 1) / STATS_BLOCK;
-    __shared__ Vec window_storage[STATS_WINDOW * sizeof(I) / 16 + 1];
-    __shared__ unsigned bins[STATS_BINS];
-    // A piece's columns; the block's totals at the end.
+    __shared__ sg::vec16<I> window_storage[vectors_holding<I>(STATS_WINDOW + 1)];
+    __shared__ __align__(16) unsigned bins[STATS_BINS];
+    // A piece's columns.
     __shared__ __align__(16) I stage[STATS_PIECE<I>];
     // The piece's long rows: (first segment, row in the tile), in segment order.
     __shared__ int2 long_rows[LONG_ROWS<I>];
     __shared__ unsigned long long long_counter;
     __shared__ int next_first_row;
-    // Each warp's sum of its slices' widths, and its longest row; its entries below and above the
-    // diagonal; the entries of the block's items (all written by lane 0 of the warp, or thread 0).
-    __shared__ unsigned long long warp_widths[STATS_BLOCK / 32], warp_longest[STATS_BLOCK / 32];
-    __shared__ unsigned long long warp_structure[STATS_BLOCK / 32][2], block_entries;
+    __shared__ BlockTotals totals;
     __shared__ long long ticket_shared, tile_shared, lo_shared, slot_shared;
     I* window = reinterpret_cast<I*>(window_storage);
 
-    for (int b = threadIdx.x; b < STATS_BINS; b += STATS_BLOCK) bins[b] = 0;
-    if (threadIdx.x < STATS_BLOCK / 32) {
-        warp_widths[threadIdx.x] = warp_longest[threadIdx.x] = 0;
-        warp_structure[threadIdx.x][0] = warp_structure[threadIdx.x][1] = 0;
-    }
-    if (threadIdx.x == 0) block_entries = 0;
+    clear_bins(bins);
+    totals.clear();
     const long long tiles = (n_rows + tile_rows - 1) / tile_rows;
-    const bool vectors = reinterpret_cast<unsigned long long>(indptr) % 16 == 0;
     const bool aligned = reinterpret_cast<unsigned long long>(indices) % 16 == 0;
     const auto clamp_entry = [nnz](long long p) { return p < 0 ? 0 : p < nnz ? p : nnz; };
     if (threadIdx.x == 0) ticket_shared = (long long)atomicAdd(counters + COUNTER_TICKET, 1ULL);
@@ -416,17 +499,7 @@ csr_stats(const I* __restrict__ indptr, const I* __restrict__ indices, const lon
         }
         const long long row0 = tile * tile_rows;
         const int rows = n_rows - row0 < tile_rows ? (int)(n_rows - row0) : tile_rows;
-        // The tile's rows + 1 pointers: whole 16-byte vectors copied straight to shared memory
-        // when indptr is aligned (row0 is a multiple of 32), all in flight at once; the rest one
-        // by one.
-        const int whole = vectors ? (rows + 1) / Vec::N : 0;
-        const Vec* source = reinterpret_cast<const Vec*>(indptr + row0);
-#pragma unroll
-        for (int v = 0; v < WINDOW_VECS; ++v) {
-            const int q = threadIdx.x + v * STATS_BLOCK;
-            if (q < whole) copy_to_shared(window_storage + q, source + q);
-        }
-        for (int i = whole * Vec::N + threadIdx.x; i <= rows; i += STATS_BLOCK) window[i] = sg::ldg(indptr + row0 + i);
+        load_pointers<I, STATS_WINDOW + 1>(indptr, row0, rows + 1, window_storage);
         copy_to_shared_wait();
         __syncthreads();
         const long long first = clamp_entry(window[0]), last = clamp_entry(window[rows]);
@@ -465,7 +538,7 @@ csr_stats(const I* __restrict__ indptr, const I* __restrict__ indices, const lon
         // bytes are in flight meanwhile. (hi < lo only for a corrupt indptr, whose statistics
         // mean nothing: no entries then.)
         const I item_lo = I(lo), item_hi = I(hi < lo ? lo : hi);
-        if (threadIdx.x == 0) block_entries += (unsigned long long)(item_hi - item_lo);
+        if (threadIdx.x == 0) totals.entries += (unsigned long long)(item_hi - item_lo);
         I base = item_lo / STATS_PIECE<I> * STATS_PIECE<I>;
         I held[PIECE_VECTORS<I>][STATS_VECTOR<I>];
         const auto piece_end = [item_hi](const I from) {  // of the piece starting at from (fits I)
@@ -473,7 +546,7 @@ csr_stats(const I* __restrict__ indptr, const I* __restrict__ indices, const lon
         };
         if (item_hi > item_lo)
             load_piece(indices, base, int(item_lo - base), int(piece_end(base) - base), I(nnz), aligned, held);
-        if (own_tile) tile_rows_stats(window, rows, overflow_capacity, bins, out, warp_widths, warp_longest);
+        if (own_tile) tile_rows_stats(window, rows, overflow_capacity, bins, out, totals.widths, totals.longest);
         if (threadIdx.x == 0) ticket_shared = (long long)next_ticket;  // (read after the next item's barrier)
         // A tile's own item starts at its first row; a chunk at the row holding its first entry.
         int first_row = own_tile ? 0 : window_search(window, 0, rows, item_lo);
@@ -492,48 +565,9 @@ csr_stats(const I* __restrict__ indptr, const I* __restrict__ indices, const lon
             base = plo = phi;
             __syncthreads();  // every thread is done with the stage and the list
         }
-        s.end_item(warp_structure[threadIdx.x / 32]);
+        s.end_item(totals.structure[threadIdx.x / 32]);
     }
-    // The block's totals: |i - j|'s sum and max over each warp, then over the block with the
-    // warps' counts below and above the diagonal (the barrier also orders every shared bin update
-    // before the merge below).
-    const unsigned long long distance = sg::subwarp_sum<32>(s.distance);
-    unsigned long long band = s.band;
-    for (int offset = 16; offset > 0; offset /= 2) {
-        const unsigned long long other = sg::shfl_down(band, offset);
-        band = other > band ? other : band;
-    }
-    const int warp = threadIdx.x / 32;
-    auto scratch = reinterpret_cast<unsigned long long (*)[STATS_BLOCK / 32]>(stage);
-    __syncthreads();  // the stage is free
-    if (threadIdx.x % 32 == 0) scratch[0][warp] = distance, scratch[1][warp] = band;
-    __syncthreads();
-    if (threadIdx.x < 8 && threadIdx.x != OUT_OVERFLOW_ROWS) {
-        unsigned long long below = 0, above = 0, distance_total = 0, band_total = 0, widths = 0, longest = 0;
-        for (int w = 0; w < STATS_BLOCK / 32; ++w) {
-            below += warp_structure[w][0], above += warp_structure[w][1], distance_total += scratch[0][w];
-            band_total = scratch[1][w] > band_total ? scratch[1][w] : band_total;
-            widths += warp_widths[w];
-            longest = warp_longest[w] > longest ? warp_longest[w] : longest;
-        }
-        // Thread t merges word t, one atomic a word a block: below, on (the block's entries less
-        // those off the diagonal), above, the sum of |i - j|, its max, the slices' widths, the
-        // longest row.
-        const unsigned long long total = threadIdx.x == 0 ? below
-                                         : threadIdx.x == 1 ? block_entries - below - above
-                                         : threadIdx.x == 2 ? above
-                                         : threadIdx.x == 3 ? distance_total
-                                         : threadIdx.x == 4 ? band_total
-                                         : threadIdx.x == OUT_SLICE_WIDTHS ? widths
-                                                                           : longest;
-        if (threadIdx.x == 4 || threadIdx.x == OUT_LONGEST) {
-            if (total) atomicMax(out + threadIdx.x, total);
-        } else if (total) {
-            atomicAdd(out + threadIdx.x, total);
-        }
-    }
-    for (int b = threadIdx.x; b < STATS_BINS; b += STATS_BLOCK)
-        if (bins[b]) atomicAdd(out + OUT_BINS + b, (unsigned long long)bins[b]);
+    merge_block(s, totals, bins, out);
 }
 
 // ---------------------------------------------------------------- the summary
@@ -595,22 +629,36 @@ __device__ __forceinline__ void block_exclusive_scan(long long& a, long long& b,
 
 constexpr int SUMMARY_BINS = STATS_BINS / STATS_BLOCK;  // consecutive bins a thread takes
 
-// `counters` and `out` as csr_stats left them; `record`: RECORD_WORDS words of pinned host
-// memory; `limit`: CSR's long-row limit; `hot_rows`: the rows SELL may stage; `target*`: the row
-// counts at which the quantiles' lengths are reached (the host's arguments, sparsegpu/advisor.py
-// _summary_arguments).
+// The summary's shared memory.
+struct SummaryShared {
+    long long counts[STATS_BINS];  // the bins
+    long long over[SUMMARY_OVERFLOW_ROWS];  // the rows past the bins
+    long long scratch[2 * STATS_BLOCK / 32];
+    long long found[5];  // the shortest length, p50, p90, p99; entries in the hot rows
+    Width warp_best[STATS_BLOCK / 32];
+    long long words[RECORD_WORDS];  // the record, written out together
+};
+
+// What a summary needs besides the buffer: the matrix's rows and entries, the overflow list's
+// room, the call's epoch, the record (RECORD_WORDS words of pinned host memory), CSR's long-row
+// limit, the rows SELL may stage, the value bytes, and the row counts at which the quantiles'
+// lengths are reached (the host's arguments, sparsegpu/advisor.py _summary_arguments).
+struct SummaryArguments {
+    long long n_rows, nnz, overflow_capacity;
+    unsigned long long epoch;
+    long long* record;
+    long long limit, hot_rows;
+    int value_bytes;
+    long long target50, target90, target99;
+};
+
+// The summary, by one block, of `counters` and `out` as csr_stats (or csr_stats_direct) left them.
 template <class I>
-__global__ void __launch_bounds__(STATS_BLOCK)
-stats_summary(unsigned long long* __restrict__ counters, unsigned long long* __restrict__ out, const long long n_rows,
-              const long long nnz, const long long overflow_capacity, const unsigned long long epoch,
-              long long* __restrict__ record, const long long limit, const long long hot_rows, const int value_bytes,
-              const long long target50, const long long target90, const long long target99) {
-    __shared__ long long counts[STATS_BINS];  // the bins
-    __shared__ long long over[SUMMARY_OVERFLOW_ROWS];  // the rows past the bins
-    __shared__ long long scratch[2 * STATS_BLOCK / 32];
-    __shared__ long long found[5];  // the shortest length, p50, p90, p99; entries in the hot rows
-    __shared__ Width warp_best[STATS_BLOCK / 32];
-    __shared__ long long words[RECORD_WORDS];  // the record, written out together
+__device__ __forceinline__ void summarise(SummaryShared& shared, unsigned long long* __restrict__ counters,
+                                          unsigned long long* __restrict__ out, const SummaryArguments& arguments) {
+    auto& [counts, over, scratch, found, warp_best, words] = shared;
+    const auto& [n_rows, nnz, overflow_capacity, epoch, record, limit, hot_rows, value_bytes, target50, target90,
+                 target99] = arguments;
     constexpr int index_bytes = sizeof(I);
     const long long overflow_rows = (long long)__ldcg(out + OUT_OVERFLOW_ROWS);
     const unsigned long long longest = __ldcg(out + OUT_LONGEST);
@@ -625,11 +673,17 @@ stats_summary(unsigned long long* __restrict__ counters, unsigned long long* __r
         const int k = threadIdx.x + v * STATS_BLOCK;
         counts[k] = k < bins ? (long long)__ldcg(out + OUT_BINS + k) : 0;
     }
-    if (listed)
-        for (int r = threadIdx.x; r < overflow_rows; r += STATS_BLOCK) {
-            over[r] = (long long)__ldcg(out + OUT_OVERFLOW + r);
-            over_entries += over[r];
+    if (listed) {
+#pragma unroll
+        for (int v = 0; v < SUMMARY_OVERFLOW_ROWS / STATS_BLOCK; ++v) {
+            const int r = threadIdx.x + v * STATS_BLOCK;
+            if (r < overflow_rows) {
+                over[r] = (long long)__ldcg(out + OUT_OVERFLOW + r);
+                over_entries += over[r];
+            }
         }
+    }
+    if (threadIdx.x < OUT_BINS) words[RECORD_HEAD + threadIdx.x] = (long long)__ldcg(out + threadIdx.x);
     over_entries = sg::subwarp_sum<32>(over_entries);
     __syncthreads();
     long long rows_before = 0, entries_before = 0;
@@ -721,7 +775,6 @@ stats_summary(unsigned long long* __restrict__ counters, unsigned long long* __r
             squares += sums[w], long_rows += sums[STATS_BLOCK / 32 + w];
         }
         words[RECORD_EPOCH] = (long long)epoch, words[RECORD_STATUS] = STATUS_SUMMARISED;
-        for (int w = 0; w < OUT_BINS; ++w) words[RECORD_HEAD + w] = (long long)__ldcg(out + w);
         const long long summary[SUMMARY_WORDS] = {
             found[0], counts[0], (long long)squares, found[1], found[2], found[3],
             best.length, best.entries_to + best.length * (rows - best.rows_to), (long long)long_rows, found[4]};
@@ -736,3 +789,203 @@ stats_summary(unsigned long long* __restrict__ counters, unsigned long long* __r
     for (int w = threadIdx.x; w < OUT_BINS + bins; w += STATS_BLOCK) out[w] = 0;
 }
 
+template <class I>
+__global__ void __launch_bounds__(STATS_BLOCK)
+stats_summary(unsigned long long* __restrict__ counters, unsigned long long* __restrict__ out,
+              const long long n_rows, const long long nnz, const long long overflow_capacity,
+              const unsigned long long epoch, long long* __restrict__ record, const long long limit,
+              const long long hot_rows, const int value_bytes, const long long target50, const long long target90,
+              const long long target99) {
+    __shared__ SummaryShared shared;
+    summarise<I>(shared, counters, out,
+                 SummaryArguments{n_rows, nnz, overflow_capacity, epoch, record, limit, hot_rows, value_bytes,
+                                  target50, target90, target99});
+}
+
+// ---------------------------------------------------------------- the direct pass
+// csr_stats_direct: csr_stats's statistics for the smaller matrices (the host picks it up to
+// DIRECT_MAX_ENTRIES entries, sparsegpu/advisor.py), where every call is latency-bound and
+// csr_stats's ticket round trips, its pieces staged one after another and a second launch for the
+// summary cost more than the work. Without tickets or a queue, in one launch:
+//  - block b takes the rows [b * block_rows, ...) (a multiple of 32, at most STATS_WINDOW) for
+//    the row statistics, exactly as a csr_stats tile;
+//  - and, independently, the items [b * block_items, ...) of the merge path of the rows' ends and
+//    the entries (as in merge-based CSR SpMV) for the structure statistics: at most block_items
+//    entries and rows, so neither a long row nor a run of short or empty rows loads one block more
+//    than another. The block finds where its diagonals cross the path by a search of indptr that
+//    narrows 256-fold a step (every thread probes at once: one round trip a step), holds
+//    DIRECT_POINTERS pointers from its first row on in shared memory, and each thread takes whole
+//    16-byte vectors of columns, DIRECT_VECTORS in flight at once, finding each entry's row by a
+//    branch-free binary search of the held pointers, then stepping row by row (rows past them: the
+//    next window of pointers).
+// The last block to finish (a ticket taken after every block's atomics) summarises the buffer
+// into the record as stats_summary would, unless `record` is null (the buffer is then left as
+// csr_stats leaves it). Measured on an H200 (asv_benchmarks/RESULTS.md, eighth session): faster
+// than csr_stats with stats_summary up to about 2M entries, and on power-law graphs up to 8M.
+template <class I> constexpr int DIRECT_POINTERS = 8192 / sizeof(I);  // 8 KiB of pointers
+constexpr int DIRECT_VECTORS = 4;  // 16-byte vectors of columns a thread loads at once
+constexpr int DIRECT_MIN_BLOCKS = 4;  // blocks an SM holds: registers capped at 64
+
+template <class I> struct DirectPass {
+    sg::vec16<I> rows[vectors_holding<I>(STATS_WINDOW + 1)];  // the block's rows' pointers
+    sg::vec16<I> entries[vectors_holding<I>(DIRECT_POINTERS<I>)];  // pointers of the entries' rows
+    __align__(16) unsigned bins[STATS_BINS];
+    BlockTotals totals;
+};
+
+// Where the merge path of the row ends (indptr[1..n_rows]) and the entries (0 .. nnz) crosses
+// diagonals d[0] and d[1] (rows + entries): the rows ended before it, the first p in
+// [max(0, d - nnz), min(d, n_rows)) with indptr[p + 1] > d - p - 1 (else min(d, n_rows)); the
+// entries before it are d - p. By the whole block, both at once: each step every thread probes
+// both (a round trip a step), narrowing each range 256-fold. (A corrupt indptr gives some split
+// in range.)
+template <class I>
+__device__ __forceinline__ void merge_path_splits(const I* __restrict__ indptr, const long long n_rows,
+                                                  const long long nnz, const long long (&d)[2], long long (&row)[2]) {
+    long long low[2], high[2];
+#pragma unroll
+    for (int q = 0; q < 2; ++q) low[q] = d[q] > nnz ? d[q] - nnz : 0, high[q] = d[q] < n_rows ? d[q] : n_rows;
+    while (high[0] > low[0] || high[1] > low[1]) {
+        long long step[2];
+        bool ended[2];
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+            step[q] = (high[q] - low[q] + STATS_BLOCK - 1) / STATS_BLOCK;
+            const long long probe = low[q] + threadIdx.x * step[q];
+            ended[q] = probe < high[q] && (long long)sg::ldg(indptr + probe + 1) <= d[q] - probe - 1;
+        }
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+            const int at = __syncthreads_count(ended[q]);
+            if (at == 0) {
+                high[q] = low[q];
+            } else {
+                const long long past = low[q] + at * step[q];
+                low[q] += (at - 1) * step[q] + 1;
+                high[q] = past < high[q] ? past : high[q];
+            }
+        }
+    }
+    row[0] = low[0], row[1] = low[1];
+}
+
+// The last index r in [0, rows) with window[r] <= j, given window[0] <= j (else 0): a fixed
+// number of steps without branches, so that a thread's searches for its vectors overlap.
+template <class I>
+__device__ __forceinline__ int row_in_window(const I* window, const int rows, const I j) {
+    int r = 0;
+#pragma unroll
+    for (int step = DIRECT_POINTERS<I> / 2; step > 0; step /= 2)
+        r = r + step < rows && window[r + step] <= j ? r + step : r;
+    return r;
+}
+
+template <class I>
+__global__ void __launch_bounds__(STATS_BLOCK, DIRECT_MIN_BLOCKS)
+csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, const long long n_rows,
+                 const long long nnz, const int block_rows, const long long block_items,
+                 const long long overflow_capacity, unsigned long long* __restrict__ counters,
+                 unsigned long long* __restrict__ out, const unsigned long long epoch, long long* __restrict__ record,
+                 const long long limit, const long long hot_rows, const int value_bytes, const long long target50,
+                 const long long target90, const long long target99) {
+    constexpr int V = STATS_VECTOR<I>;
+    __shared__ union Shared {
+        DirectPass<I> pass;
+        SummaryShared summary;
+    } shared;
+    __shared__ bool last_block;
+    auto& [row_storage, entry_storage, bins, totals] = shared.pass;
+    const I* row_window = reinterpret_cast<const I*>(row_storage);
+    const I* window = reinterpret_cast<const I*>(entry_storage);
+    clear_bins(bins);
+    totals.clear();
+
+    // The rows' pointers in flight while the entries' first row is searched for.
+    const long long row0 = (long long)blockIdx.x * block_rows;
+    const int rows = row0 >= n_rows ? 0 : n_rows - row0 < block_rows ? int(n_rows - row0) : block_rows;
+    if (rows) load_pointers<I, STATS_WINDOW + 1>(indptr, row0, rows + 1, row_storage);
+    const long long items = n_rows + nnz, d0 = (long long)blockIdx.x * block_items;
+    const long long diagonals[2] = {d0 < items ? d0 : items, items - d0 < block_items ? items : d0 + block_items};
+    long long splits[2];
+    merge_path_splits(indptr, n_rows, nnz, diagonals, splits);
+    const long long e0 = diagonals[0] - splits[0], e1 = diagonals[1] - splits[1];
+    long long first_row = e0 < e1 ? splits[0] : n_rows;
+    copy_to_shared_wait();
+    __syncthreads();
+    if (rows) tile_rows_stats(row_window, rows, overflow_capacity, bins, out, totals.widths, totals.longest);
+
+    // The entries [e0, e1), a window of pointers at a time, each window's first row a multiple
+    // of the pointers in a 16-byte vector (so they are copied as vectors) at or before the first
+    // row it has to hold: the row of the first entry not yet counted.
+    constexpr int ROW_ALIGN = sg::vec16<I>::N;
+    const bool aligned = reinterpret_cast<unsigned long long>(indices) % 16 == 0;
+    Structure<I> s;
+    for (long long next = e0; first_row < n_rows;) {
+        first_row = first_row / ROW_ALIGN * ROW_ALIGN;
+        const int held = n_rows - first_row < DIRECT_POINTERS<I> - 1 ? int(n_rows - first_row) + 1
+                                                                       : DIRECT_POINTERS<I>;
+        __syncthreads();  // every thread is done with the previous window
+        load_pointers<I, DIRECT_POINTERS<I>>(indptr, first_row, held, entry_storage);
+        copy_to_shared_wait();
+        __syncthreads();
+        const long long lo = next > (long long)window[0] ? next : (long long)window[0];
+        const long long hi = e1 < (long long)window[held - 1] ? e1 : (long long)window[held - 1];
+        const long long end_vector = (hi + V - 1) / V;
+        for (long long v0 = lo / V + threadIdx.x; v0 < end_vector; v0 += DIRECT_VECTORS * STATS_BLOCK) {
+            I columns[DIRECT_VECTORS][V];
+#pragma unroll
+            for (int u = 0; u < DIRECT_VECTORS; ++u) {
+                const long long e = (v0 + u * STATS_BLOCK) * V;
+                if (e >= hi) continue;
+                if (aligned && e + V <= nnz) {
+                    load_vector(indices + e, columns[u]);
+                } else {
+#pragma unroll
+                    for (int k = 0; k < V; ++k)
+                        columns[u][k] = e + k >= lo && e + k < hi ? __ldcs(indices + e + k) : I(0);
+                }
+            }
+            // Entries and rows in I from here (both fit it), the vector's entries [k_from, k_to).
+            const I row_base = I(first_row);
+#pragma unroll
+            for (int u = 0; u < DIRECT_VECTORS; ++u) {
+                const long long e = (v0 + u * STATS_BLOCK) * V;
+                if (e >= hi) continue;
+                const int k_from = lo > e ? int(lo - e) : 0, k_to = hi - e < V ? int(hi - e) : V;
+                const I first = I(e);
+                int r = row_in_window<I>(window, held - 1, first + I(k_from));
+                I row_end = window[r + 1];
+#pragma unroll
+                for (int k = 0; k < V; ++k) {
+                    if (k < k_from || k >= k_to) continue;
+                    const I j = first + I(k);
+                    if (row_end <= j) {  // the next row, else a search past it
+                        ++r;
+                        if (window[r + 1] <= j) r = window_search(window, r + 1, held - 1, j);
+                        row_end = window[r + 1];
+                    }
+                    s.count(columns[u][k] - (row_base + I(r)));
+                }
+            }
+        }
+        if (hi >= e1 || hi < lo) break;  // (hi < lo: a corrupt indptr)
+        next = hi;
+        first_row += held - 1;
+    }
+    s.end_item(totals.structure[threadIdx.x / 32]);
+    if (threadIdx.x == 0) totals.entries = (unsigned long long)(e1 - e0);
+    merge_block(s, totals, bins, out);
+    if (record == nullptr) return;
+
+    // The last block summarises: every block's atomics are done before its ticket.
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last_block = atomicAdd(counters + COUNTER_TILES_DONE, 1ULL) == (unsigned long long)gridDim.x - 1;
+    __syncthreads();
+    if (!last_block) return;
+    __threadfence();
+    summarise<I>(shared.summary, counters, out,
+                 SummaryArguments{n_rows, nnz, overflow_capacity, epoch, record, limit, hot_rows, value_bytes,
+                                  target50, target90, target99});
+}

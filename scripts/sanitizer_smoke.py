@@ -84,14 +84,19 @@ def check_primitives_solvers_and_stats(S: sp.csr_array) -> int:
     want.sum_duplicates()
     indptr, indices, _ = convert.coo_to_csr(cupy.asarray(rows), cupy.asarray(cols), cupy.asarray(vals), S.shape)
     checks.append(("coo_to_csr unsorted", np.concatenate([indptr.get(), indices.get()]), np.concatenate([want.indptr, want.indices])))
-    checks.append(("matrix_stats", advisor.matrix_stats(S, backend="gpu").bandwidth, advisor.matrix_stats(S, backend="cpu").bandwidth))
-    # A row far longer than a tile's work: the statistics kernel hands it to other blocks in chunks.
+    # A row far longer than a tile's work: csr_stats hands it to other blocks in chunks, the
+    # direct pass spreads its entries over blocks.
     hub = sp.csr_array(sp.random_array((400, 120000), density=0.0005, rng=rng, format="lil"))
     hub = sp.lil_array(hub)
     hub[17, :] = 1.0
     hub = sp.csr_array(hub)
-    got, want = advisor.matrix_stats(hub, backend="gpu"), advisor.matrix_stats(hub, backend="cpu")
-    checks.append(("matrix_stats, long row", [got.bandwidth, got.nnz, got.row_max], [want.bandwidth, want.nnz, want.row_max]))
+    direct_max_entries = advisor.DIRECT_MAX_ENTRIES
+    for statistics_pass, advisor.DIRECT_MAX_ENTRIES in (("direct", 2**62), ("tiled", -1)):
+        got, want = advisor.matrix_stats(S, backend="gpu"), advisor.matrix_stats(S, backend="cpu")
+        checks.append((f"matrix_stats ({statistics_pass})", got == want, True))
+        got, want = advisor.matrix_stats(hub, backend="gpu"), advisor.matrix_stats(hub, backend="cpu")
+        checks.append((f"matrix_stats, long row ({statistics_pass})", got == want, True))
+    advisor.DIRECT_MAX_ENTRIES = direct_max_entries
     poisson = sp.csr_array(sp.diags_array([-1.0, 2.05, -1.0], offsets=[-1, 0, 1], shape=(3000, 3000)))
     b = rng.standard_normal(3000)
     import scipy.sparse.linalg as sla

@@ -106,8 +106,18 @@ STATS_BLOCK = 256  # kernels/matrix_stats.cu STATS_BLOCK
 STATS_WINDOW = 2016  # kernels/matrix_stats.cu STATS_WINDOW: rows a tile holds at most
 STATS_ITEM_BYTES = 65536  # kernels/matrix_stats.cu STATS_ITEM<I> * sizeof(I): columns per work item
 STATS_COUNTERS = 48  # words of work counters before the statistics buffer (kernels/matrix_stats.cu COUNTER_*)
+#: Matrices of at most this many entries take the direct pass (kernels/matrix_stats.cu
+#: csr_stats_direct: one launch, no tickets, the summary in its last block) instead of csr_stats and
+#: stats_summary.
+DIRECT_MAX_ENTRIES = 2_000_000
+DIRECT_VECTORS = 4  # kernels/matrix_stats.cu DIRECT_VECTORS: 16-byte vectors of columns a thread loads at once
+#: 16-byte vectors of columns a thread of csr_stats_direct takes (up to the resident blocks):
+#: fewer make more blocks, each with a shorter walk, but more atomics merging into the head.
+DIRECT_THREAD_VECTORS = 2
+DIRECT_BLOCKS_PER_SM = 4  # kernels/matrix_stats.cu DIRECT_MIN_BLOCKS: csr_stats_direct's launch bounds
 QUEUE_WORDS = 4  # kernels/matrix_stats.cu QUEUE_WORDS: words per chunk slot
-STATS_KERNELS = KernelFile("matrix_stats.cu", ["csr_stats<{I}>", "stats_summary<{I}>"], value_dtypes=[np.float64])
+STATS_KERNELS = KernelFile("matrix_stats.cu", ["csr_stats<{I}>", "stats_summary<{I}>", "csr_stats_direct<{I}>"],
+                           value_dtypes=[np.float64])
 CALIBRATION_FILE = Path(__file__).with_name("advisor_calibration.json")
 #: Formats the advisor may recommend for ``A @ x``. CSC is left out: its deterministic
 #: ``A @ x`` gathers over a CSR copy, so it is never faster than CSR for that product.
@@ -271,6 +281,25 @@ def _statistics_launch(m: int, nnz: int, index_itemsize: int, slots: int,
             (np.int64(m), np.int64(nnz), np.int32(tile_rows), np.int64(overflow_capacity(nnz)), np.int64(slots)))
 
 
+def direct_launch(m: int, nnz: int, index_itemsize: int, resident: int) -> tuple[int, int, int]:
+    """``csr_stats_direct``'s grid, rows per block for the row statistics (a multiple of 32, at
+    most STATS_WINDOW), and items per block along the merge path of the rows' ends and the
+    entries (``m + nnz`` items) for the structure statistics, for a matrix of ``m > 0`` rows and
+    ``nnz`` entries: a block for each DIRECT_THREAD_VECTORS 16-byte vectors of columns a thread,
+    up to the ``resident`` blocks (then blocks take more), and at least enough for the rows.
+
+    >>> direct_launch(1024, 4992, 4, 528), direct_launch(90_000, 448_800, 4, 528)
+    ((3, 352, 2006), (264, 352, 2041))
+    >>> direct_launch(3_000_000, 3_000_000, 8, 528)  # the rows need more blocks
+    (1489, 2016, 4030)
+    """
+    items = m + nnz
+    grid = max(min(-(-items // (STATS_BLOCK * DIRECT_THREAD_VECTORS * 16 // index_itemsize)), resident),
+               -(-m // STATS_WINDOW), 1)
+    rows = -(-m // grid)
+    return grid, -(-rows // 32) * 32, -(-items // grid)
+
+
 def _summary_arguments(m: int, nnz: int, value_bytes: int) -> tuple[np.generic, ...]:
     """``stats_summary``'s arguments after the record's pointer, for a matrix of ``m > 0`` rows
     and ``nnz`` entries: the row length past which CSR's rows are long, the rows SELL may stage
@@ -313,12 +342,39 @@ CSR_STATS_PARAMETERS = ([ctypes.c_uint64] * 2 + [ctypes.c_int64] * 2 + [ctypes.c
                         + [ctypes.c_uint64] * 4)  # indptr, indices, n_rows ... queue_capacity, epoch ... queue
 STATS_SUMMARY_PARAMETERS = ([ctypes.c_uint64] * 2 + [ctypes.c_int64] * 3 + [ctypes.c_uint64] * 2
                             + [ctypes.c_int64] * 2 + [ctypes.c_int32] + [ctypes.c_int64] * 3)  # counters ... target99
+DIRECT_PARAMETERS = ([ctypes.c_uint64] * 2 + [ctypes.c_int64] * 2 + [ctypes.c_int32] + [ctypes.c_int64] * 2
+                     + [ctypes.c_uint64] * 4 + STATS_SUMMARY_PARAMETERS[7:])  # indptr ... record, limit ... target99
+
+
+def _direct_arguments(csr: Any, buffer: Any, epoch: int, record: int) -> tuple[tuple[int], tuple[Any, ...]]:
+    """``csr_stats_direct``'s grid and arguments for a GPU CSR with at least one row, on
+    ``buffer`` as for :func:`_statistics_arguments`, summarising into the pinned host memory at
+    ``record`` (0: the buffer is left for the host)."""
+    m, nnz, itemsize = csr.shape[0], csr.nnz, csr.index_dtype.itemsize
+    resident = DIRECT_BLOCKS_PER_SM * device_properties()["multiprocessors"]
+    grid, block_rows, block_items = direct_launch(m, nnz, itemsize, resident)
+    pointer = buffer.data.ptr
+    return (grid,), (csr.indptr, csr.indices, np.int64(m), np.int64(nnz), np.int32(block_rows), np.int64(block_items),
+                     np.int64(overflow_capacity(nnz)), np.uint64(pointer), np.uint64(pointer + 8 * STATS_COUNTERS),
+                     np.uint64(epoch), np.uint64(record), *_summary_arguments(m, nnz, csr.dtype.itemsize))
 
 
 def queue_capacity(nnz: int, index_itemsize: int) -> int:
     """Chunk slots ``csr_stats`` may need: a tile hands on its entries past the first work item
     in chunks of a work item, so all tiles together hand on fewer than nnz / item chunks."""
     return nnz // (STATS_ITEM_BYTES // index_itemsize) + 1
+
+
+@dataclass
+class _Plan:
+    """A matrix shape's launches: ``first`` (csr_stats_direct, or csr_stats), ``summary``
+    (stats_summary after csr_stats; None for the direct pass, which summarises in its last block),
+    the first's grid, and the overflow list's room."""
+
+    first: PackedLaunch
+    summary: PackedLaunch | None
+    grid: int
+    capacity: int
 
 
 class _Workspace:
@@ -351,10 +407,11 @@ class _Workspace:
         self.head_words = self.head[:OUT_OVERFLOW]
         self.record = np.frombuffer(cupy.cuda.alloc_pinned_memory(RECORD_WORDS * 8), np.int64, RECORD_WORDS)
         self.record[:] = 0
+        self.record_pointer = self.record.ctypes.data
         self.epoch = 0
         self.zero = True  # whether the counters and head are zero (False only if a call broke off)
-        self.launches: dict[np.dtype, tuple[PackedLaunch, PackedLaunch, int]] = {}
-        self.plan_key: tuple[int, int, np.dtype, int] | None = None
+        self.launches: dict[np.dtype, tuple[PackedLaunch, PackedLaunch, PackedLaunch]] = {}
+        self.plan_key: tuple[int, int, np.dtype, int, bool] | None = None
         self._renew_pointers()
 
     def fit(self, words: int, queue_words: int) -> None:
@@ -376,51 +433,65 @@ class _Workspace:
         self.slots = self.queue.size // QUEUE_WORDS
         self.plan_key = None  # its pointers and slots may have changed
 
-    def plan(self, m: int, nnz: int, index_dtype: np.dtype,
-             value_bytes: int) -> tuple[PackedLaunch, PackedLaunch, int, int]:
-        """(``csr_stats``'s and ``stats_summary``'s launches, the first's grid, the overflow
-        capacity) for a matrix of ``m > 0`` rows, ``nnz`` entries and these index and value types,
-        their arguments set but for the CSR's arrays and the epoch, the buffer and queue grown to
-        fit it."""
-        key = (m, nnz, index_dtype, value_bytes)
+    def plan(self, m: int, nnz: int, index_dtype: np.dtype, value_bytes: int) -> _Plan:
+        """The launches for a matrix of ``m > 0`` rows, ``nnz`` entries and these index and value
+        types, their arguments set but for the CSR's arrays, the epoch and (direct pass) the
+        record; the buffer and queue grown to fit it."""
+        direct = nnz <= DIRECT_MAX_ENTRIES
+        key = (m, nnz, index_dtype, value_bytes, direct)
         if key != self.plan_key:
             capacity, itemsize = overflow_capacity(nnz), index_dtype.itemsize
             self.fit(STATS_COUNTERS + OUT_OVERFLOW + capacity, QUEUE_WORDS * queue_capacity(nnz, itemsize))
             if index_dtype not in self.launches:
-                self.launches[index_dtype] = (
-                    PackedLaunch(STATS_KERNELS.function("csr_stats<{I}>", np.float64, index_dtype), CSR_STATS_PARAMETERS),
-                    PackedLaunch(STATS_KERNELS.function("stats_summary<{I}>", np.float64, index_dtype),
-                                 STATS_SUMMARY_PARAMETERS),
-                    _resident_blocks(itemsize, self.device))
-            stats, summary, resident = self.launches[index_dtype]
-            (grid,), scalars = _statistics_launch(m, nnz, itemsize, self.slots, resident)
+                function = functools.partial(STATS_KERNELS.function, value_dtype=np.float64, index_dtype=index_dtype)
+                self.launches[index_dtype] = (PackedLaunch(function("csr_stats<{I}>"), CSR_STATS_PARAMETERS),
+                                              PackedLaunch(function("stats_summary<{I}>"), STATS_SUMMARY_PARAMETERS),
+                                              PackedLaunch(function("csr_stats_direct<{I}>"), DIRECT_PARAMETERS))
+            stats, summary, direct_stats = self.launches[index_dtype]
             counters, out = self.pointer, self.pointer + 8 * STATS_COUNTERS
-            stats.set(2, *scalars)
-            stats.set(8, counters, out, self.queue.data.ptr)
-            summary.set(0, counters, out, m, nnz, capacity)
-            summary.set(6, self.record.ctypes.data, *_summary_arguments(m, nnz, value_bytes))
-            self.plan_key, self.last_plan = key, (stats, summary, grid, capacity)
+            summary_arguments = _summary_arguments(m, nnz, value_bytes)
+            if direct:
+                resident = DIRECT_BLOCKS_PER_SM * device_properties(self.device)["multiprocessors"]
+                grid, block_rows, block_items = direct_launch(m, nnz, itemsize, resident)
+                direct_stats.set(2, m, nnz, block_rows, block_items, capacity, counters, out)
+                direct_stats.set(11, *summary_arguments)
+                plan = _Plan(direct_stats, None, grid, capacity)
+            else:
+                (grid,), scalars = _statistics_launch(m, nnz, itemsize, self.slots,
+                                                      _resident_blocks(itemsize, self.device))
+                stats.set(2, *scalars)
+                stats.set(8, counters, out, self.queue.data.ptr)
+                summary.set(0, counters, out, m, nnz, capacity)
+                summary.set(6, self.record_pointer, *summary_arguments)
+                plan = _Plan(stats, summary, grid, capacity)
+            self.plan_key, self.last_plan = key, plan
         return self.last_plan
 
     def launch(self, csr: Any, summarise: bool) -> tuple[int, int]:
-        """Launch ``csr_stats`` on ``csr`` (at least one row) in the current stream, then, if
-        ``summarise``, ``stats_summary`` into the record (else the head is left for the caller).
-        Returns the overflow capacity and the stream."""
+        """Launch the statistics of ``csr`` (at least one row) in the current stream: the direct
+        pass, or ``csr_stats`` then ``stats_summary``; summarised into the record if
+        ``summarise``, else the head is left for the caller. Returns the overflow capacity and
+        the stream."""
         import cupy
 
-        stats, summary, grid, capacity = self.plan(csr.shape[0], csr.nnz, csr.index_dtype, csr.dtype.itemsize)
+        plan = self.plan(csr.shape[0], csr.nnz, csr.index_dtype, csr.dtype.itemsize)
         if not self.zero:
             self.clear()
         self.epoch += 1
         self.zero = False
         stream = cupy.cuda.get_current_stream().ptr
-        stats.set(0, csr.indptr.data.ptr, csr.indices.data.ptr)
-        stats.set(7, self.epoch)
-        stats(grid, STATS_BLOCK, stream)
-        if summarise:
-            summary.set(5, self.epoch)
-            summary(1, STATS_BLOCK, stream)
-        return capacity, stream
+        first = plan.first
+        first.set(0, csr.indptr.data.ptr, csr.indices.data.ptr)
+        if plan.summary is None:
+            first.set(9, self.epoch, self.record_pointer if summarise else 0)
+            first(plan.grid, STATS_BLOCK, stream)
+        else:
+            first.set(7, self.epoch)
+            first(plan.grid, STATS_BLOCK, stream)
+            if summarise:
+                plan.summary.set(5, self.epoch)
+                plan.summary(1, STATS_BLOCK, stream)
+        return plan.capacity, stream
 
     def clear(self) -> None:
         """Zero the counters and the head, and wait for it (a later call may come on another

@@ -223,6 +223,8 @@ def test_host_mirrors_the_kernels_constants():
         np.zeros(twins.OUT_OVERFLOW, np.int64), np.zeros(0, np.int64), 0, 0, 8, 4))
     assert [kernel_constant(f"STATUS_{w}") for w in ("SUMMARISED", "HEAD_KEPT")] == [
         advisor.STATUS_SUMMARISED, advisor.STATUS_HEAD_KEPT]
+    assert kernel_constant("DIRECT_VECTORS") == advisor.DIRECT_VECTORS
+    assert kernel_constant("DIRECT_MIN_BLOCKS") == advisor.DIRECT_BLOCKS_PER_SM
     from sparsegpu._kernels import read_source
 
     assert f"STATS_ITEM = {advisor.STATS_ITEM_BYTES} / sizeof(I)" in read_source("matrix_stats.cu")
@@ -336,6 +338,18 @@ def test_the_host_summaries_agree(histogram, value_bytes, index_bytes, limit):
         assert advisor._summary_of_dense(dense.tolist(), m, entries, value_bytes, index_bytes, limit) == many
 
 
+#: DIRECT_MAX_ENTRIES values that send every matrix through one of the two GPU passes.
+PASSES = {"direct": 2**62, "tiled": -1}
+
+
+@pytest.fixture(params=list(PASSES))
+def statistics_pass(request, monkeypatch) -> str:
+    """Runs the test with the direct pass (csr_stats_direct) or the tiled one (csr_stats, then
+    stats_summary) for every matrix, whatever its size."""
+    monkeypatch.setattr(advisor, "DIRECT_MAX_ENTRIES", PASSES[request.param])
+    return request.param
+
+
 def gpu_and_cpu_buffers(S, index_dtype):
     gpu = sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend="gpu")
     cpu = sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend="cpu")
@@ -354,7 +368,7 @@ def assert_same_buffer(kernel: np.ndarray, twin: np.ndarray, label: str) -> None
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
-def test_gpu_statistics_match_twin_on_edge_and_generated_matrices(index_dtype, rng):
+def test_gpu_statistics_match_twin_on_edge_and_generated_matrices(index_dtype, rng, statistics_pass):
     cases = edge_matrices(rng)
     cases.update({family: datasets.generate(family, "small") for family in datasets.GENERATED})
     # Many more tiles than resident blocks, so every block takes several tickets, with rows
@@ -372,7 +386,7 @@ def test_gpu_statistics_match_twin_on_edge_and_generated_matrices(index_dtype, r
 @requires_matrices
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", REAL_MATRICES)
-def test_gpu_statistics_match_twin_on_real_matrices(name):
+def test_gpu_statistics_match_twin_on_real_matrices(name, statistics_pass):
     gpu, cpu, kernel, twin = gpu_and_cpu_buffers(datasets.load_matrix(name), None)
     assert_same_buffer(kernel, twin, name)
     assert advisor.matrix_stats(gpu) == advisor.matrix_stats(cpu)
@@ -405,6 +419,36 @@ def test_gpu_kernel_writes_only_its_words(index_dtype, rng):
         assert (kernel[head + 3:] == poison).all()
     published = queue.get().reshape(-1, advisor.QUEUE_WORDS)[:, 2]
     assert (published == 2).sum() >= 40 * BINS // (advisor.STATS_ITEM_BYTES // np.dtype(index_dtype).itemsize) - 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_gpu_direct_pass_writes_only_its_words(index_dtype, rng):
+    """csr_stats_direct launched afresh without a record: the overflow list's unused room keeps
+    its poison, every counted word is the twin's, and the counters hold only the blocks' tickets
+    (none: without a record no block takes one)."""
+    import cupy
+
+    lengths = rng.integers(0, 30, 5000)
+    lengths[[7, 2500, 4999]] = 40 * BINS, 2 * BINS, BINS + 1  # one row spread over many blocks
+    S = from_lengths(lengths, 41 * BINS, rng)
+    gpu = sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend="gpu")
+    cpu = sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend="cpu")
+    twin = advisor._statistics_buffer(cpu).view(np.uint64)
+    poison = np.uint64(0xDEADBEEFDEADBEEF)
+    counters, head = advisor.STATS_COUNTERS, twins.OUT_OVERFLOW
+    buffer = cupy.full(counters + head + twins.overflow_capacity(S.nnz), poison, dtype=np.uint64)
+    buffer[:counters + head] = 0
+    grid, arguments = advisor._direct_arguments(gpu, buffer, 1, 0)
+    assert grid[0] > 1
+    advisor.STATS_KERNELS.function("csr_stats_direct<{I}>", np.float64, index_dtype)(grid, (advisor.STATS_BLOCK,),
+                                                                                       arguments)
+    words = buffer.get()
+    assert not words[:counters].any()
+    kernel = words[counters:]
+    np.testing.assert_array_equal(kernel[:head], twin[:head])
+    assert sorted(kernel[head:head + 3].tolist()) == [BINS + 1, 2 * BINS, 40 * BINS]
+    assert (kernel[head + 3:] == poison).all()
 
 
 def structure_cases(rng) -> dict[str, sp.csr_array]:
@@ -447,7 +491,7 @@ def structure_cases(rng) -> dict[str, sp.csr_array]:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
-def test_gpu_structure_tiles_and_chunks(index_dtype, rng):
+def test_gpu_structure_tiles_and_chunks(index_dtype, rng, statistics_pass):
     """Each case, then each again after a larger one (the reused workspace holds stale counts,
     overflow lengths and queue slots of older epochs), and with indices not 16-byte aligned
     (the scalar loads)."""
@@ -465,11 +509,11 @@ def test_gpu_structure_tiles_and_chunks(index_dtype, rng):
 
 
 @pytest.mark.gpu
-def test_gpu_workspace_launches_what_a_fresh_launch_would(monkeypatch, rng):
+def test_gpu_workspace_launches_what_a_fresh_launch_would(monkeypatch, rng, statistics_pass):
     """The launch the workspace packs and keeps between calls (grid, arguments) is the one
-    _statistics_arguments builds afresh on the same buffer, queue and epoch: matrices one after
-    another, growing the workspace, then smaller again, then of the same shape with other arrays,
-    with either index type; the statistics stay right."""
+    _statistics_arguments (_direct_arguments) builds afresh on the same buffer, queue and epoch:
+    matrices one after another, growing the workspace, then smaller again, then of the same shape
+    with other arrays, with either index type; the statistics stay right."""
     import cupy
 
     from sparsegpu._kernels import PackedLaunch
@@ -488,18 +532,24 @@ def test_gpu_workspace_launches_what_a_fresh_launch_would(monkeypatch, rng):
         for S in (small, large, small, small.copy()):
             gpu = sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend="gpu")
             launched.clear()
-            advisor._read_statistics(gpu)  # csr_stats alone
+            advisor._read_statistics(gpu)  # the statistics alone, left in the buffer
             space = advisor._workspace()
-            (grid,), arguments = advisor._statistics_arguments(gpu, space.buffer, space.queue, space.epoch)
+            if statistics_pass == "direct":
+                (grid,), arguments = advisor._direct_arguments(gpu, space.buffer, space.epoch, 0)
+            else:
+                (grid,), arguments = advisor._statistics_arguments(gpu, space.buffer, space.queue, space.epoch)
             assert launched == [(grid, advisor.STATS_BLOCK, [a.data.ptr if isinstance(a, cupy.ndarray) else int(a)
                                                              for a in arguments])]
             assert advisor.matrix_stats(gpu) == numpy_stats(sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype,
                                                                                       backend="cpu"))
-            assert len(launched) == 3  # then csr_stats and stats_summary
+            # then the direct pass summarising into the record, or csr_stats and stats_summary
+            assert len(launched) == (2 if statistics_pass == "direct" else 3)
+            if statistics_pass == "direct":
+                assert launched[-1][2][10] == space.record.ctypes.data
 
 
 @pytest.mark.gpu
-def test_gpu_statistics_are_the_same_every_run(rng):
+def test_gpu_statistics_are_the_same_every_run(rng, statistics_pass):
     S = datasets.generate("powerlaw", "medium")
     gpu = sparsegpu.CSR.from_scipy(S, backend="gpu")
     first = advisor._statistics_buffer(gpu)
@@ -511,7 +561,7 @@ def test_gpu_statistics_are_the_same_every_run(rng):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("copied_with_head", [1024, 2])
-def test_gpu_overflow_rows_read_with_the_head_or_after(monkeypatch, rng, copied_with_head):
+def test_gpu_overflow_rows_read_with_the_head_or_after(monkeypatch, rng, copied_with_head, statistics_pass):
     # Five rows past the bins, with a repeated length: the head that a launch leaves to the host
     # is read with them, or (when fewer are copied with it) by a second copy.
     monkeypatch.setattr(advisor, "HEAD_OVERFLOW_ROWS", copied_with_head)
@@ -526,7 +576,7 @@ def test_gpu_overflow_rows_read_with_the_head_or_after(monkeypatch, rng, copied_
 
 
 @pytest.mark.gpu
-def test_gpu_statistics_of_empty_matrices():
+def test_gpu_statistics_of_empty_matrices(statistics_pass):
     for shape in [(0, 0), (0, 5), (5, 0), (1, 1), (3000, 7)]:
         S = sp.csr_array(shape)
         gpu = sparsegpu.CSR.from_scipy(S, backend="gpu")
@@ -804,16 +854,19 @@ def gpu_length_groups(draw) -> dict[int, int]:
 @pytest.mark.gpu
 @settings(max_examples=60, deadline=None)
 @given(gpu_length_groups(), st.sampled_from([np.float32, np.float64, np.complex128]),
-       st.sampled_from([np.int32, np.int64]), st.integers(0, 2**32 - 1))
-def test_gpu_summary_matches_the_host_summary(groups, value_dtype, index_dtype, seed):
-    """Matrices on the device, summarised by stats_summary into host memory, against the host's
-    summary of the same statistics (its twin) and against NumPy, on histograms of every shape."""
+       st.sampled_from([np.int32, np.int64]), st.sampled_from(list(PASSES)), st.integers(0, 2**32 - 1))
+def test_gpu_summary_matches_the_host_summary(groups, value_dtype, index_dtype, statistics_pass, seed):
+    """Matrices on the device, summarised into host memory (by stats_summary, or by the direct
+    pass's last block), against the host's summary of the same statistics (its twin) and against
+    NumPy, on histograms of every shape."""
     rng = np.random.default_rng(seed)
     lengths = rng.permutation(np.repeat(np.array(list(groups), dtype=np.int64), list(groups.values())))
     S = from_lengths(lengths, 3 * BINS + 1, rng).astype(value_dtype)
     gpu, cpu = (sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend=b) for b in ("gpu", "cpu"))
-    assert advisor.matrix_stats(gpu) == advisor.matrix_stats(cpu) == numpy_stats(cpu)
-    assert advisor._workspace().record[advisor.RECORD_STATUS] == advisor.STATUS_SUMMARISED
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(advisor, "DIRECT_MAX_ENTRIES", PASSES[statistics_pass])
+        assert advisor.matrix_stats(gpu) == advisor.matrix_stats(cpu) == numpy_stats(cpu)
+        assert advisor._workspace().record[advisor.RECORD_STATUS] == advisor.STATUS_SUMMARISED
 
 
 def assert_workspace_zero() -> None:
@@ -822,7 +875,7 @@ def assert_workspace_zero() -> None:
 
 
 @pytest.mark.gpu
-def test_gpu_summary_or_head_left_to_the_host(monkeypatch, rng):
+def test_gpu_summary_or_head_left_to_the_host(monkeypatch, rng, statistics_pass):
     """The kernel summarises unless more rows are past the bins than its list holds, or at least
     as many as SELL would stage (then the host summarises the head it leaves); either way the
     statistics are the host's and the buffer is zero again for the next call. Summarising calls
@@ -858,7 +911,7 @@ def test_gpu_summary_or_head_left_to_the_host(monkeypatch, rng):
 
 
 @pytest.mark.gpu
-def test_gpu_workspace_recovers_from_a_call_broken_off(rng):
+def test_gpu_workspace_recovers_from_a_call_broken_off(rng, statistics_pass):
     """A call broken off between its launch and its end (here: a launch whose head is never read)
     leaves the workspace marked; the next call zeroes it first and gives the right statistics."""
     S = from_lengths(rng.integers(0, 40, 5000), 64, rng)
