@@ -821,7 +821,7 @@ stats_summary(unsigned long long* __restrict__ counters, unsigned long long* __r
 // The last block to finish (a ticket taken after every block's atomics) summarises the buffer
 // into the record as stats_summary would, unless `record` is null (the buffer is then left as
 // csr_stats leaves it). Measured on an H200 (asv_benchmarks/RESULTS.md, eighth session): faster
-// than csr_stats with stats_summary up to about 2M entries, and on power-law graphs up to 8M.
+// than csr_stats with stats_summary up to about 1M entries, and on power-law graphs past 16M.
 template <class I> constexpr int DIRECT_POINTERS = 8192 / sizeof(I);  // 8 KiB of pointers
 constexpr int DIRECT_VECTORS = 4;  // 16-byte vectors of columns a thread loads at once
 constexpr int DIRECT_MIN_BLOCKS = 4;  // blocks an SM holds: registers capped at 64
