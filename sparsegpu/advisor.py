@@ -4,24 +4,26 @@
 small model, and says which format to use, with what parameters and why.
 
 The statistics (:func:`matrix_stats`) are meant to cost at most one CSR SpMV, host work
-included. On the GPU one kernel, ``csr_stats`` in kernels/matrix_stats.cu, reads indptr once and
-indices once: a block takes a tile of rows, holds its pointers in shared memory, and from there
-computes the row-length histogram (lengths below 4096 binned in shared memory, longer rows
-listed), the longest row, SELL's slice widths, and, for the tile's entries, where they sit
-relative to the diagonal; a tile with more entries than one work item hands the rest to a queue
-in chunks that any block takes, so one very long row is spread over the device. Then
-``stats_summary``, one block, summarises the row lengths (quantiles, HYB's width, the squares'
-sum, ...) exactly as the host would (:func:`_summary_words`, its twin), writes the record
-straight into pinned host memory, and zeroes the buffer's counters and head for the next call.
-A call is thus two launches, packed once per matrix shape (:class:`PackedLaunch`), and one
-synchronisation: nothing is set before, copied back after or summed on the host (the head comes
-back only for what the summary leaves to the host: more than 1024 rows past the bins, costs past
-float64's exact integers). The CPU backend fills the same buffer with the NumPy twin
-(sparsegpu/reference/stats.py) and summarises it on the host, so both backends give identical
-statistics. Measured on an H200 (asv_benchmarks/RESULTS.md): at most one CSR SpMV call down to
-about 1.5M entries (0.18 to 0.81 from 11M on); 1.0 to 1.6 of it on smaller matrices (and R-MAT
-graphs up to 8M entries), where both calls take tens of microseconds of launch and memory
-latency and the statistics need a grid-wide merge and a summary after the same loads.
+included. On the GPU they read indptr once and indices once (kernels/matrix_stats.cu): the
+row-length histogram (lengths below 4096 binned in shared memory, longer rows listed), the
+longest row, SELL's slice widths, and where the entries sit relative to the diagonal, merged
+into one buffer with integer atomics; then one block summarises the row lengths (quantiles, HYB's
+width, the squares' sum, ...) exactly as the host would (:func:`_summary_words`, its twin), writes
+the record straight into pinned host memory, and zeroes the buffer for the next call. Up to
+DIRECT_MAX_ENTRIES entries that is one launch, ``csr_stats_direct``: a block takes a run of rows
+for the row statistics and a stretch of the merge path of rows and entries for the structure
+(so a long row or a run of empty rows loads no block more than another), and the last block to
+finish summarises. Larger matrices take ``csr_stats`` (tiles of rows whose pointers a block holds
+in shared memory, entries past a work item handed to a queue in chunks that any block takes),
+then ``stats_summary``. Launches are packed once per matrix shape (:class:`PackedLaunch`); a
+call has one synchronisation, and nothing is set before, copied back after or summed on the
+host (the head comes back only for what the summary leaves to the host: more than 1024 rows past
+the bins, costs past float64's exact integers). The CPU backend fills the same buffer with the
+NumPy twin (sparsegpu/reference/stats.py) and summarises it on the host, so both backends give
+identical statistics. Measured on an H200 (asv_benchmarks/RESULTS.md): at most one CSR SpMV call
+from about 2.5M entries on, and on R-MAT graphs of every size measured (scale 10 to 20: 0.74 to
+1.01); 1.2 to 1.35 of it on smaller regular matrices, where both calls take 20-35 us of launch and
+memory latency.
 
 The model, per format f, for ``A @ x`` timed back to back (the host issues the next call while
 the device runs this one, so the slower of the two sets the pace):
