@@ -361,9 +361,10 @@ struct BlockTotals {
     }
 };
 
-// The block's statistics into the buffer (`bins` 16-byte aligned), after every thread's s.end_item: |i - j|'s sum and max
-// over each warp, then over the block with the warps' other totals, one atomic a head word a
-// block (the barrier also orders every shared bin update before the bins' merge).
+// The block's statistics into the buffer (`bins` 16-byte aligned), after every thread's
+// s.end_item: |i - j|'s sum and max over each warp, then over the block with the warps' other
+// totals, one atomic a head word a block (the barrier also orders every shared bin update before
+// the bins' merge).
 template <class I>
 __device__ __forceinline__ void merge_block(const Structure<I>& s, BlockTotals& totals, const unsigned* bins,
                                             unsigned long long* __restrict__ out) {
@@ -412,11 +413,14 @@ __device__ __forceinline__ void merge_block(const Structure<I>& s, BlockTotals& 
 
 // The block's shared bins (16-byte aligned) zeroed, 16 bytes a store.
 __device__ __forceinline__ void clear_bins(unsigned* bins) {
-    for (int q = threadIdx.x; q < STATS_BINS / 4; q += STATS_BLOCK) reinterpret_cast<uint4*>(bins)[q] = uint4{0, 0, 0, 0};
+    for (int q = threadIdx.x; q < STATS_BINS / 4; q += STATS_BLOCK)
+        reinterpret_cast<uint4*>(bins)[q] = uint4{0, 0, 0, 0};
 }
 
 // 16-byte vectors that hold `count` pointers of type I.
-template <class I> __host__ __device__ constexpr int vectors_holding(int count) { return (count * (int)sizeof(I) + 15) / 16; }
+template <class I> __host__ __device__ constexpr int vectors_holding(int count) {
+    return (count * (int)sizeof(I) + 15) / 16;
+}
 
 // indptr[row0 .. row0 + count) into shared memory (count <= MAX), all loads in flight at once:
 // whole 16-byte vectors copied straight to shared memory where indptr + row0 is 16-byte aligned,

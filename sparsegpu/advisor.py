@@ -311,9 +311,11 @@ def _summary_arguments(m: int, nnz: int, value_bytes: int) -> tuple[np.generic, 
             np.int32(value_bytes), *(np.int64(math.ceil(q * m)) for q in _QUANTILE_FRACTIONS))
 
 
-def _resident_blocks(index_itemsize: int, device: int | None = None) -> int:
-    """Blocks of ``csr_stats`` the launcher keeps resident on the device (STATS_BLOCKS_PER_SM)."""
-    return STATS_BLOCKS_PER_SM[index_itemsize] * device_properties(device)["multiprocessors"]
+def _resident_blocks(index_itemsize: int, device: int | None = None, direct: bool = False) -> int:
+    """Blocks of ``csr_stats`` (STATS_BLOCKS_PER_SM), or of ``csr_stats_direct``
+    (DIRECT_BLOCKS_PER_SM), resident on the device at once."""
+    per_sm = DIRECT_BLOCKS_PER_SM if direct else STATS_BLOCKS_PER_SM[index_itemsize]
+    return per_sm * device_properties(device)["multiprocessors"]
 
 
 def _statistics_arguments(csr: Any, buffer: Any, queue: Any, epoch: int) -> tuple[tuple[int], tuple[Any, ...]]:
@@ -353,8 +355,7 @@ def _direct_arguments(csr: Any, buffer: Any, epoch: int, record: int) -> tuple[t
     ``buffer`` as for :func:`_statistics_arguments`, summarising into the pinned host memory at
     ``record`` (0: the buffer is left for the host)."""
     m, nnz, itemsize = csr.shape[0], csr.nnz, csr.index_dtype.itemsize
-    resident = DIRECT_BLOCKS_PER_SM * device_properties()["multiprocessors"]
-    grid, block_rows, block_items = direct_launch(m, nnz, itemsize, resident)
+    grid, block_rows, block_items = direct_launch(m, nnz, itemsize, _resident_blocks(itemsize, direct=True))
     pointer = buffer.data.ptr
     return (grid,), (csr.indptr, csr.indices, np.int64(m), np.int64(nnz), np.int32(block_rows), np.int64(block_items),
                      np.int64(overflow_capacity(nnz)), np.uint64(pointer), np.uint64(pointer + 8 * STATS_COUNTERS),
@@ -443,7 +444,9 @@ class _Workspace:
         key = (m, nnz, index_dtype, value_bytes, direct)
         if key != self.plan_key:
             capacity, itemsize = overflow_capacity(nnz), index_dtype.itemsize
-            self.fit(STATS_COUNTERS + OUT_OVERFLOW + capacity, QUEUE_WORDS * queue_capacity(nnz, itemsize))
+            # (The direct pass has no chunk queue.)
+            self.fit(STATS_COUNTERS + OUT_OVERFLOW + capacity,
+                     0 if direct else QUEUE_WORDS * queue_capacity(nnz, itemsize))
             if index_dtype not in self.launches:
                 function = functools.partial(STATS_KERNELS.function, value_dtype=np.float64, index_dtype=index_dtype)
                 self.launches[index_dtype] = (PackedLaunch(function("csr_stats<{I}>"), CSR_STATS_PARAMETERS),
@@ -453,8 +456,8 @@ class _Workspace:
             counters, out = self.pointer, self.pointer + 8 * STATS_COUNTERS
             summary_arguments = _summary_arguments(m, nnz, value_bytes)
             if direct:
-                resident = DIRECT_BLOCKS_PER_SM * device_properties(self.device)["multiprocessors"]
-                grid, block_rows, block_items = direct_launch(m, nnz, itemsize, resident)
+                grid, block_rows, block_items = direct_launch(m, nnz, itemsize,
+                                                              _resident_blocks(itemsize, self.device, direct=True))
                 direct_stats.set(2, m, nnz, block_rows, block_items, capacity, counters, out)
                 direct_stats.set(11, *summary_arguments)
                 plan = _Plan(direct_stats, None, grid, capacity)
