@@ -161,6 +161,9 @@ __device__ __forceinline__ void copy_to_shared_wait() {
 #endif
 }
 
+// A device-scope acquire-release fence.
+__device__ __forceinline__ void fence_acq_rel_device() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+
 __device__ __forceinline__ unsigned long long load_volatile(const unsigned long long* p) {
     return *reinterpret_cast<const volatile unsigned long long*>(p);
 }
@@ -347,11 +350,14 @@ __device__ __forceinline__ void tile_rows_stats(const I* window, const int rows,
 
 // A block's totals in shared memory: per warp (written by lane 0) the sum of its slices' widths,
 // its longest row, its entries below and above the diagonal; scratch for the merge; the entries
-// of the block's items (thread 0's).
+// of the block's items (thread 0's); the block's head words and whether a block alone summarised
+// them (csr_stats_direct on one block).
 struct BlockTotals {
     unsigned long long widths[STATS_BLOCK / 32], longest[STATS_BLOCK / 32], structure[STATS_BLOCK / 32][2];
     unsigned long long scratch[2][STATS_BLOCK / 32];
     unsigned long long entries;
+    unsigned long long head[OUT_BINS];
+    bool summarised;
     __device__ __forceinline__ void clear() {
         if (threadIdx.x < STATS_BLOCK / 32) {
             widths[threadIdx.x] = longest[threadIdx.x] = 0;
@@ -361,13 +367,13 @@ struct BlockTotals {
     }
 };
 
-// The block's statistics into the buffer (`bins` 16-byte aligned), after every thread's
-// s.end_item: |i - j|'s sum and max over each warp, then over the block with the warps' other
-// totals, one atomic a head word a block (the barrier also orders every shared bin update before
-// the bins' merge).
+// The block's head word threadIdx.x (threads 0 .. OUT_BINS - 1 but OUT_OVERFLOW_ROWS, which the
+// rows' statistics count straight into the buffer; 0 for the others), after every thread's
+// s.end_item: below, on (the block's entries less those off the diagonal), above, the sum of
+// |i - j| and its max (over each warp, then the block), the slices' widths, the longest row.
+// Its barrier also orders every shared bin update before the bins are read.
 template <class I>
-__device__ __forceinline__ void merge_block(const Structure<I>& s, BlockTotals& totals, const unsigned* bins,
-                                            unsigned long long* __restrict__ out) {
+__device__ __forceinline__ unsigned long long block_head_word(const Structure<I>& s, BlockTotals& totals) {
     const unsigned long long distance = sg::subwarp_sum<32>(s.distance);
     unsigned long long band = s.band;
     for (int offset = 16; offset > 0; offset /= 2) {
@@ -377,30 +383,31 @@ __device__ __forceinline__ void merge_block(const Structure<I>& s, BlockTotals& 
     const int warp = threadIdx.x / 32;
     if (threadIdx.x % 32 == 0) totals.scratch[0][warp] = distance, totals.scratch[1][warp] = band;
     __syncthreads();
-    if (threadIdx.x < 8 && threadIdx.x != OUT_OVERFLOW_ROWS) {
-        unsigned long long below = 0, above = 0, distance_total = 0, band_total = 0, widths = 0, longest = 0;
-        for (int w = 0; w < STATS_BLOCK / 32; ++w) {
-            below += totals.structure[w][0], above += totals.structure[w][1], distance_total += totals.scratch[0][w];
-            band_total = totals.scratch[1][w] > band_total ? totals.scratch[1][w] : band_total;
-            widths += totals.widths[w];
-            longest = totals.longest[w] > longest ? totals.longest[w] : longest;
-        }
-        // Thread t merges word t: below, on (the block's entries less those off the diagonal),
-        // above, the sum of |i - j|, its max, the slices' widths, the longest row.
-        const unsigned long long total = threadIdx.x == 0 ? below
-                                         : threadIdx.x == 1 ? totals.entries - below - above
-                                         : threadIdx.x == 2 ? above
-                                         : threadIdx.x == 3 ? distance_total
-                                         : threadIdx.x == 4 ? band_total
-                                         : threadIdx.x == OUT_SLICE_WIDTHS ? widths
-                                                                           : longest;
-        if (threadIdx.x == 4 || threadIdx.x == OUT_LONGEST) {
-            if (total) atomicMax(out + threadIdx.x, total);
-        } else if (total) {
-            atomicAdd(out + threadIdx.x, total);
-        }
+    if (threadIdx.x >= OUT_BINS || threadIdx.x == OUT_OVERFLOW_ROWS) return 0;
+    unsigned long long below = 0, above = 0, distance_total = 0, band_total = 0, widths = 0, longest = 0;
+    for (int w = 0; w < STATS_BLOCK / 32; ++w) {
+        below += totals.structure[w][0], above += totals.structure[w][1], distance_total += totals.scratch[0][w];
+        band_total = totals.scratch[1][w] > band_total ? totals.scratch[1][w] : band_total;
+        widths += totals.widths[w];
+        longest = totals.longest[w] > longest ? totals.longest[w] : longest;
     }
-    // Four bins a shared load.
+    return threadIdx.x == 0 ? below
+           : threadIdx.x == 1 ? totals.entries - below - above
+           : threadIdx.x == 2 ? above
+           : threadIdx.x == 3 ? distance_total
+           : threadIdx.x == 4 ? band_total
+           : threadIdx.x == OUT_SLICE_WIDTHS ? widths
+                                             : longest;
+}
+
+// The block's head words (block_head_word's) and shared bins (16-byte aligned) into the buffer:
+// one atomic a nonzero word, the bins read four a shared load.
+__device__ __forceinline__ void merge_into_buffer(const unsigned long long word, const unsigned* bins,
+                                                  unsigned long long* __restrict__ out) {
+    if (word) {
+        if (threadIdx.x == 4 || threadIdx.x == OUT_LONGEST) atomicMax(out + threadIdx.x, word);
+        else atomicAdd(out + threadIdx.x, word);
+    }
     for (int q = threadIdx.x; q < STATS_BINS / 4; q += STATS_BLOCK) {
         const uint4 counts = reinterpret_cast<const uint4*>(bins)[q];
         unsigned long long* to = out + OUT_BINS + 4 * q;
@@ -571,7 +578,7 @@ csr_stats(const I* __restrict__ indptr, const I* __restrict__ indices, const lon
         }
         s.end_item(totals.structure[threadIdx.x / 32]);
     }
-    merge_block(s, totals, bins, out);
+    merge_into_buffer(block_head_word(s, totals), bins, out);
 }
 
 // ---------------------------------------------------------------- the summary
@@ -656,6 +663,106 @@ struct SummaryArguments {
     long long target50, target90, target99;
 };
 
+// The warp summary: when every row is in the first WARP_SUMMARY_BINS bins (none past them: most
+// meshes, stencils and uniform random matrices), one warp makes the same record as the block's
+// summary with shuffles instead of the block's barriers, and its loads go out with the head words
+// that decide it, in one round trip. Lane l takes the WARP_BINS consecutive bins from
+// l * WARP_BINS on.
+constexpr int WARP_BINS = 4;
+constexpr int WARP_SUMMARY_BINS = 32 * WARP_BINS;
+
+// A 64-bit L2 load kept where it is written (not moved into the branch that uses it), so that
+// loads written together are in flight together.
+__device__ __forceinline__ long long load_now(const unsigned long long* p) {
+    long long v;
+    asm volatile("ld.global.cg.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// The warp summary of the bins 0 .. bins - 1 (bins <= WARP_SUMMARY_BINS; `counts` holds the
+// lane's, zero from `bins` on) and, lanes below OUT_BINS, the head's word `lane` (no rows past
+// the bins: its OUT_OVERFLOW_ROWS word is zero). Writes the whole record and returns true, or
+// writes nothing and returns false where the block's summary would leave the head to the host
+// (rows or entries not the matrix's, costs past float64's exact integers). Every lane calls it.
+template <class I>
+__device__ __forceinline__ bool warp_summarise(const long long (&counts)[WARP_BINS], const long long head_word,
+                                               const int bins, const SummaryArguments& arguments) {
+    const auto& [n_rows, nnz, overflow_capacity, epoch, record, limit, hot_rows, value_bytes, target50, target90,
+                 target99] = arguments;
+    constexpr int index_bytes = sizeof(I);
+    const int lane = threadIdx.x % 32, first_bin = lane * WARP_BINS;
+    long long lane_rows = 0, lane_entries = 0;
+#pragma unroll
+    for (int t = 0; t < WARP_BINS; ++t) lane_rows += counts[t], lane_entries += counts[t] * (first_bin + t);
+    long long rows_to = lane_rows, entries_to = lane_entries;
+#pragma unroll
+    for (int offset = 1; offset < 32; offset *= 2) {
+        const long long up_rows = sg::shfl_up(rows_to, offset), up_entries = sg::shfl_up(entries_to, offset);
+        if (lane >= offset) rows_to += up_rows, entries_to += up_entries;
+    }
+    const long long rows = sg::shfl(rows_to, 31), entries = sg::shfl(entries_to, 31);
+    rows_to -= lane_rows, entries_to -= lane_entries;  // the rows and entries before the lane's bins
+    const double longest = double(bins - 1);
+    const bool exact = double(rows) * (longest * (2 * value_bytes + 3 * index_bytes) + 2 * value_bytes) < 0x1p52 &&
+                       double(nnz) * longest < 0x1p62;
+    if (!(hot_rows > 0 && rows == n_rows && entries == nnz && exact)) return false;
+
+    // The lane's bins in order, as the block's summary takes each thread's.
+    const long long targets[4] = {1, target50, target90, target99};
+    const long long hot_target = rows - hot_rows;  // the hot rows are those past it
+    const long long limit_bin = limit < bins - 1 ? limit : bins - 1;
+    Width best{__longlong_as_double(0x7ff0000000000000LL), 0, 0, 0};
+    unsigned long long squares = 0, long_rows = 0;
+    long long found[5] = {-1, -1, -1, -1, -1};  // the shortest length, p50, p90, p99; entries in the hot rows
+#pragma unroll
+    for (int t = 0; t < WARP_BINS; ++t) {
+        const int k = first_bin + t;
+        if (k >= bins) break;
+        const long long count = counts[t], previous = rows_to;
+        rows_to += count, entries_to += count * k;
+        if (count) {
+            squares += (unsigned long long)count * k * k;
+            const Width here{hyb_cost(k, rows_to, entries_to, rows, entries, value_bytes, index_bytes), k, rows_to,
+                             entries_to};
+            if (cheaper(here, best)) best = here;
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+                if (previous < targets[q] && targets[q] <= rows_to) found[q] = k;
+        }
+        if (k == limit_bin) long_rows += rows - rows_to;
+        if ((k == 0 || previous <= hot_target) && rows_to > hot_target)
+            found[4] = (entries - entries_to) + (hot_rows - (rows - rows_to)) * k;
+    }
+    // Over the warp: the cheapest width (its lane's rows and entries up to it from that lane), the
+    // sums, and each found word from the one lane that found it (-1 if none did).
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) {
+        const double cost = __shfl_xor_sync(sg::FULL_MASK, best.cost, offset);
+        const long long length = __shfl_xor_sync(sg::FULL_MASK, best.length, offset);
+        if (cost < best.cost || (cost == best.cost && length < best.length)) best.cost = cost, best.length = length;
+    }
+    const int owner = int(best.length) / WARP_BINS;
+    best.rows_to = sg::shfl(best.rows_to, owner), best.entries_to = sg::shfl(best.entries_to, owner);
+    squares = sg::shfl(sg::subwarp_sum<32>(squares), 0);
+    long_rows = sg::shfl(sg::subwarp_sum<32>(long_rows), 0);
+#pragma unroll
+    for (int q = 0; q < 5; ++q) {
+        const unsigned finders = __ballot_sync(sg::FULL_MASK, found[q] >= 0);
+        found[q] = finders ? sg::shfl(found[q], __ffs(finders) - 1) : -1;
+    }
+    // Lane w writes the record's word w, all in one go.
+    const long long empty = sg::shfl(counts[0], 0), head_here = sg::shfl(head_word, (lane - RECORD_HEAD) & 31);
+    const long long summary[SUMMARY_WORDS] = {
+        found[0], empty, (long long)squares, found[1], found[2], found[3],
+        best.length, best.entries_to + best.length * (rows - best.rows_to), (long long)long_rows, found[4]};
+    long long word = lane == RECORD_EPOCH ? (long long)epoch : lane == RECORD_STATUS ? STATUS_SUMMARISED : head_here;
+#pragma unroll
+    for (int w = 0; w < SUMMARY_WORDS; ++w)
+        if (lane == RECORD_SUMMARY + w) word = summary[w];
+    if (lane < RECORD_WORDS) record[lane] = word;
+    return true;
+}
+
 // The summary, by one block, of `counters` and `out` as csr_stats (or csr_stats_direct) left them.
 template <class I>
 __device__ __forceinline__ void summarise(SummaryShared& shared, unsigned long long* __restrict__ counters,
@@ -664,8 +771,31 @@ __device__ __forceinline__ void summarise(SummaryShared& shared, unsigned long l
     const auto& [n_rows, nnz, overflow_capacity, epoch, record, limit, hot_rows, value_bytes, target50, target90,
                  target99] = arguments;
     constexpr int index_bytes = sizeof(I);
-    const long long overflow_rows = (long long)__ldcg(out + OUT_OVERFLOW_ROWS);
-    const unsigned long long longest = __ldcg(out + OUT_LONGEST);
+    // Warp 0's loads for the warp summary go out with the words that decide for it.
+    const int lane = threadIdx.x % 32;
+    long long warp_counts[WARP_BINS], head_word = 0;
+    if (threadIdx.x < 32) {
+#pragma unroll
+        for (int t = 0; t < WARP_BINS; ++t) warp_counts[t] = load_now(out + OUT_BINS + lane * WARP_BINS + t);
+        if (lane < OUT_BINS) head_word = load_now(out + lane);
+    }
+    const long long overflow_rows = load_now(out + OUT_OVERFLOW_ROWS);
+    const unsigned long long longest = (unsigned long long)load_now(out + OUT_LONGEST);
+    if (overflow_rows == 0 && longest < WARP_SUMMARY_BINS) {
+        if (threadIdx.x >= 32) return;
+        const int bins = int(longest) + 1;
+#pragma unroll
+        for (int t = 0; t < WARP_BINS; ++t)
+            if (lane * WARP_BINS + t >= bins) warp_counts[t] = 0;
+        if (warp_summarise<I>(warp_counts, head_word, bins, arguments)) {
+            // Ready for the next call, as below.
+            for (int w = lane; w < STATS_COUNTERS; w += 32) counters[w] = 0;
+            for (int w = lane; w < OUT_BINS + bins; w += 32) out[w] = 0;
+        } else if (lane == 0) {
+            record[RECORD_EPOCH] = (long long)epoch, record[RECORD_STATUS] = STATUS_HEAD_KEPT;
+        }
+        return;
+    }
     const int bins = longest < STATS_BINS ? int(longest) + 1 : STATS_BINS;
     const bool listed = overflow_rows <= SUMMARY_OVERFLOW_ROWS && overflow_rows <= overflow_capacity;
     const int first_bin = threadIdx.x * SUMMARY_BINS;
@@ -884,6 +1014,33 @@ __device__ __forceinline__ int row_in_window(const I* window, const int rows, co
     return r;
 }
 
+// A grid of one block (the smallest matrices) summarises from its own shared bins and head words
+// when the warp summary applies: nothing is merged into the buffer (it stays zero), and there is
+// no ticket and no round trip for the summary's loads. Returns false (nothing written) where the
+// block has to merge and summarise as the last of many would. Every thread calls it.
+template <class I>
+__device__ __forceinline__ bool summarised_alone(const unsigned long long word, const unsigned* bins,
+                                                 BlockTotals& totals, const SummaryArguments& arguments) {
+    if (threadIdx.x < OUT_BINS) totals.head[threadIdx.x] = word;  // (no rows past the bins if summarised)
+    __syncthreads();
+    const unsigned long long longest = totals.head[OUT_LONGEST];
+    if (longest >= WARP_SUMMARY_BINS) return false;
+    if (threadIdx.x < 32) {
+        const int lane = threadIdx.x, used = int(longest) + 1;
+        long long counts[WARP_BINS];
+#pragma unroll
+        for (int t = 0; t < WARP_BINS; ++t) {
+            const int k = lane * WARP_BINS + t;
+            counts[t] = k < used ? bins[k] : 0;
+        }
+        const bool done = warp_summarise<I>(counts, lane < OUT_BINS ? (long long)totals.head[lane] : 0, used,
+                                            arguments);
+        if (lane == 0) totals.summarised = done;
+    }
+    __syncthreads();
+    return totals.summarised;
+}
+
 template <class I>
 __global__ void __launch_bounds__(STATS_BLOCK, DIRECT_MIN_BLOCKS)
 csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, const long long n_rows,
@@ -926,8 +1083,11 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
     Structure<I> s;
     for (long long next = e0; first_row < n_rows;) {
         first_row = first_row / ROW_ALIGN * ROW_ALIGN;
-        const int held = n_rows - first_row < DIRECT_POINTERS<I> - 1 ? int(n_rows - first_row) + 1
-                                                                       : DIRECT_POINTERS<I>;
+        // Pointers up to the end of the row that holds the block's last entry (splits[1]; at
+        // least two, so that a corrupt indptr still moves on), at most the window's.
+        const long long rows_needed = (splits[1] < n_rows ? splits[1] + 1 : n_rows) - first_row;
+        const int held = rows_needed < 1 ? 2 : rows_needed < DIRECT_POINTERS<I> - 1 ? int(rows_needed) + 1
+                                                                                    : DIRECT_POINTERS<I>;
         __syncthreads();  // every thread is done with the previous window
         load_pointers<I, DIRECT_POINTERS<I>>(indptr, first_row, held, entry_storage);
         copy_to_shared_wait();
@@ -978,18 +1138,22 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
     }
     s.end_item(totals.structure[threadIdx.x / 32]);
     if (threadIdx.x == 0) totals.entries = (unsigned long long)(e1 - e0);
-    merge_block(s, totals, bins, out);
+    const unsigned long long word = block_head_word(s, totals);
+    const SummaryArguments arguments{n_rows, nnz, overflow_capacity, epoch, record, limit, hot_rows, value_bytes,
+                                     target50, target90, target99};
+    if (gridDim.x == 1 && record != nullptr && summarised_alone<I>(word, bins, totals, arguments)) return;
+    merge_into_buffer(word, bins, out);
     if (record == nullptr) return;
 
-    // The last block summarises: every block's atomics are done before its ticket.
-    __threadfence();
+    // The last block summarises: every block's atomics are done before its ticket. (Message
+    // passing through the ticket needs acquire-release fences only; __threadfence's sequentially
+    // consistent one costs more.)
+    fence_acq_rel_device();
     __syncthreads();
     if (threadIdx.x == 0)
         last_block = atomicAdd(counters + COUNTER_TILES_DONE, 1ULL) == (unsigned long long)gridDim.x - 1;
     __syncthreads();
     if (!last_block) return;
-    __threadfence();
-    summarise<I>(shared.summary, counters, out,
-                 SummaryArguments{n_rows, nnz, overflow_capacity, epoch, record, limit, hot_rows, value_bytes,
-                                  target50, target90, target99});
+    fence_acq_rel_device();
+    summarise<I>(shared.summary, counters, out, arguments);
 }

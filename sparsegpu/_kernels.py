@@ -193,8 +193,10 @@ class PackedLaunch:
 
     def set(self, first: int, *values: int) -> None:
         """Set the arguments from position ``first`` on."""
-        for argument, value in zip(self.arguments[first:first + len(values)], values):
-            argument.value = int(value)
+        arguments = self.arguments
+        for value in values:
+            arguments[first].value = int(value)
+            first += 1
 
     def values(self) -> list[int]:
         """The arguments as they are now."""

@@ -117,6 +117,11 @@ DIRECT_VECTORS = 4  # kernels/matrix_stats.cu DIRECT_VECTORS: 16-byte vectors of
 #: fewer make more blocks, each with a shorter walk, but more atomics merging into the head.
 DIRECT_THREAD_VECTORS = 2
 DIRECT_BLOCKS_PER_SM = 4  # kernels/matrix_stats.cu DIRECT_MIN_BLOCKS: csr_stats_direct's launch bounds
+#: Matrices of at most this many rows plus entries (and at most STATS_WINDOW rows) take
+#: csr_stats_direct on one block, which summarises its own shared bins when its rows are short
+#: (no merge into the buffer, no ticket, no summary loads): a few more rounds of loads on one
+#: block cost less than those round trips.
+SINGLE_BLOCK_ITEMS = 4096
 QUEUE_WORDS = 4  # kernels/matrix_stats.cu QUEUE_WORDS: words per chunk slot
 STATS_KERNELS = KernelFile("matrix_stats.cu", ["csr_stats<{I}>", "stats_summary<{I}>", "csr_stats_direct<{I}>"],
                            value_dtypes=[np.float64])
@@ -288,14 +293,17 @@ def direct_launch(m: int, nnz: int, index_itemsize: int, resident: int) -> tuple
     most STATS_WINDOW), and items per block along the merge path of the rows' ends and the
     entries (``m + nnz`` items) for the structure statistics, for a matrix of ``m > 0`` rows and
     ``nnz`` entries: a block for each DIRECT_THREAD_VECTORS 16-byte vectors of columns a thread,
-    up to the ``resident`` blocks (then blocks take more), and at least enough for the rows.
+    up to the ``resident`` blocks (then blocks take more), and at least enough for the rows; one
+    block up to SINGLE_BLOCK_ITEMS items and STATS_WINDOW rows.
 
-    >>> direct_launch(1024, 4992, 4, 528), direct_launch(90_000, 448_800, 4, 528)
-    ((3, 352, 2006), (264, 352, 2041))
+    >>> direct_launch(400, 1920, 4, 528), direct_launch(1024, 4992, 4, 528), direct_launch(90_000, 448_800, 4, 528)
+    ((1, 416, 2320), (3, 352, 2006), (264, 352, 2041))
     >>> direct_launch(3_000_000, 3_000_000, 8, 528)  # the rows need more blocks
     (1489, 2016, 4030)
     """
     items = m + nnz
+    if items <= SINGLE_BLOCK_ITEMS and m <= STATS_WINDOW:
+        return 1, -(-m // 32) * 32, items
     grid = max(min(-(-items // (STATS_BLOCK * DIRECT_THREAD_VECTORS * 16 // index_itemsize)), resident),
                -(-m // STATS_WINDOW), 1)
     rows = -(-m // grid)
@@ -414,7 +422,7 @@ class _Workspace:
         self.epoch = 0
         self.zero = True  # whether the counters and head are zero (False only if a call broke off)
         self.launches: dict[np.dtype, tuple[PackedLaunch, PackedLaunch, PackedLaunch]] = {}
-        self.plan_key: tuple[int, int, np.dtype, int, bool] | None = None
+        self.plan_key: tuple[int, int, np.dtype, int, bool, int] | None = None
         self._renew_pointers()
 
     def fit(self, words: int, queue_words: int) -> None:
@@ -441,7 +449,8 @@ class _Workspace:
         types, their arguments set but for the CSR's arrays, the epoch and (direct pass) the
         record; the buffer and queue grown to fit it."""
         direct = nnz <= DIRECT_MAX_ENTRIES
-        key = (m, nnz, index_dtype, value_bytes, direct)
+        # (The rules' limits are in the key, so that a call after they change plans afresh.)
+        key = (m, nnz, index_dtype, value_bytes, direct, SINGLE_BLOCK_ITEMS)
         if key != self.plan_key:
             capacity, itemsize = overflow_capacity(nnz), index_dtype.itemsize
             # (The direct pass has no chunk queue.)

@@ -23,6 +23,8 @@ from sparsegpu.reference import stats as twins
 from tests.conftest import REAL_MATRICES, requires_matrices
 
 BINS = twins.ROW_STATS_BINS
+#: Lengths the warp summary takes (kernels/matrix_stats.cu WARP_SUMMARY_BINS).
+WARP_SUMMARY_BINS = 128
 
 
 def tridiagonal(n: int) -> sp.csr_array:
@@ -138,6 +140,10 @@ def edge_matrices(rng) -> dict[str, sp.csr_array]:
         "every row at the limit": from_lengths(np.full(65, BINS), BINS + 3, rng),
         "many distinct lengths": from_lengths(rng.integers(0, 300, 2000), 400, rng),
         "a long row among equal ones": from_lengths(np.where(np.arange(96) == 40, BINS + 5, 3), BINS + 9, rng),
+        "the warp summary's longest row": from_lengths(np.append(rng.integers(0, 9, 500), WARP_SUMMARY_BINS - 1),
+                                                       2 * WARP_SUMMARY_BINS, rng),
+        "one past the warp summary's bins": from_lengths(np.append(rng.integers(0, 9, 500), WARP_SUMMARY_BINS),
+                                                         2 * WARP_SUMMARY_BINS, rng),
     }
 
 
@@ -225,6 +231,7 @@ def test_host_mirrors_the_kernels_constants():
         advisor.STATUS_SUMMARISED, advisor.STATUS_HEAD_KEPT]
     assert kernel_constant("DIRECT_VECTORS") == advisor.DIRECT_VECTORS
     assert kernel_constant("DIRECT_MIN_BLOCKS") == advisor.DIRECT_BLOCKS_PER_SM
+    assert 32 * kernel_constant("WARP_BINS") == WARP_SUMMARY_BINS
     from sparsegpu._kernels import read_source
 
     assert f"STATS_ITEM = {advisor.STATS_ITEM_BYTES} / sizeof(I)" in read_source("matrix_stats.cu")
@@ -338,15 +345,21 @@ def test_the_host_summaries_agree(histogram, value_bytes, index_bytes, limit):
         assert advisor._summary_of_dense(dense.tolist(), m, entries, value_bytes, index_bytes, limit) == many
 
 
-#: DIRECT_MAX_ENTRIES values that send every matrix through one of the two GPU passes.
-PASSES = {"direct": 2**62, "tiled": -1}
+#: (DIRECT_MAX_ENTRIES, SINGLE_BLOCK_ITEMS) that send every matrix through one of the GPU passes:
+#: csr_stats_direct on as many blocks as its rule gives (one only below 2048 items), on one block
+#: wherever the rows fit it (at most STATS_WINDOW), or csr_stats then stats_summary.
+PASSES = {"direct": (2**62, 0), "single": (2**62, 2**62), "tiled": (-1, 0)}
+
+
+def use_pass(patch: pytest.MonkeyPatch, name: str) -> None:
+    patch.setattr(advisor, "DIRECT_MAX_ENTRIES", PASSES[name][0])
+    patch.setattr(advisor, "SINGLE_BLOCK_ITEMS", PASSES[name][1])
 
 
 @pytest.fixture(params=list(PASSES))
 def statistics_pass(request, monkeypatch) -> str:
-    """Runs the test with the direct pass (csr_stats_direct) or the tiled one (csr_stats, then
-    stats_summary) for every matrix, whatever its size."""
-    monkeypatch.setattr(advisor, "DIRECT_MAX_ENTRIES", PASSES[request.param])
+    """Runs the test with each GPU pass (:data:`PASSES`) for every matrix, whatever its size."""
+    use_pass(monkeypatch, request.param)
     return request.param
 
 
@@ -534,7 +547,7 @@ def test_gpu_workspace_launches_what_a_fresh_launch_would(monkeypatch, rng, stat
             launched.clear()
             advisor._read_statistics(gpu)  # the statistics alone, left in the buffer
             space = advisor._workspace()
-            if statistics_pass == "direct":
+            if statistics_pass != "tiled":
                 (grid,), arguments = advisor._direct_arguments(gpu, space.buffer, space.epoch, 0)
             else:
                 (grid,), arguments = advisor._statistics_arguments(gpu, space.buffer, space.queue, space.epoch)
@@ -543,8 +556,8 @@ def test_gpu_workspace_launches_what_a_fresh_launch_would(monkeypatch, rng, stat
             assert advisor.matrix_stats(gpu) == numpy_stats(sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype,
                                                                                       backend="cpu"))
             # then the direct pass summarising into the record, or csr_stats and stats_summary
-            assert len(launched) == (2 if statistics_pass == "direct" else 3)
-            if statistics_pass == "direct":
+            assert len(launched) == (3 if statistics_pass == "tiled" else 2)
+            if statistics_pass != "tiled":
                 assert launched[-1][2][10] == space.record.ctypes.data
 
 
@@ -864,9 +877,47 @@ def test_gpu_summary_matches_the_host_summary(groups, value_dtype, index_dtype, 
     S = from_lengths(lengths, 3 * BINS + 1, rng).astype(value_dtype)
     gpu, cpu = (sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend=b) for b in ("gpu", "cpu"))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(advisor, "DIRECT_MAX_ENTRIES", PASSES[statistics_pass])
+        use_pass(patch, statistics_pass)
         assert advisor.matrix_stats(gpu) == advisor.matrix_stats(cpu) == numpy_stats(cpu)
         assert advisor._workspace().record[advisor.RECORD_STATUS] == advisor.STATUS_SUMMARISED
+
+
+@st.composite
+def short_length_groups(draw) -> dict[int, int]:
+    """Row lengths as {length: rows} for the warp summary (every length below WARP_SUMMARY_BINS):
+    a few short lengths, sometimes a few rows at its last bins or just past them."""
+    groups = draw(st.dictionaries(st.integers(0, 40), st.integers(1, 400), min_size=1, max_size=6))
+    groups.update(draw(st.dictionaries(st.integers(WARP_SUMMARY_BINS - 3, WARP_SUMMARY_BINS + 1), st.integers(1, 3),
+                                       max_size=draw(st.sampled_from([0, 2])))))
+    return groups
+
+
+@pytest.mark.gpu
+@settings(max_examples=60, deadline=None)
+@given(short_length_groups(), st.sampled_from([np.float32, np.float64, np.complex128]),
+       st.sampled_from([np.int32, np.int64]), st.sampled_from(list(PASSES)), st.integers(0, 2**32 - 1))
+def test_gpu_short_rows_summary_is_the_hosts_word_for_word(groups, value_dtype, index_dtype, statistics_pass, seed):
+    """Matrices of short rows, most small enough for one block (the warp summary from its shared
+    bins, or from the buffer after many blocks or csr_stats, or past its bins the block's): the
+    record, poisoned first, word for word the host's, and the buffer zero again."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.permutation(np.repeat(np.array(list(groups), dtype=np.int64), list(groups.values())))
+    S = from_lengths(lengths, 2 * WARP_SUMMARY_BINS, rng).astype(value_dtype)
+    gpu, cpu = (sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend=b) for b in ("gpu", "cpu"))
+    with pytest.MonkeyPatch.context() as patch:
+        use_pass(patch, statistics_pass)
+        space = advisor._workspace()
+        space.record[advisor.RECORD_HEAD:] = -7
+        assert advisor.matrix_stats(gpu) == advisor.matrix_stats(cpu) == numpy_stats(cpu)
+        assert space.record[advisor.RECORD_STATUS] == advisor.STATUS_SUMMARISED
+        host = advisor._record_of_buffer(*advisor._read_statistics(cpu), S.shape[0], S.nnz, S.dtype.itemsize,
+                                         np.dtype(index_dtype).itemsize)
+        kernel = space.record[advisor.RECORD_HEAD:].tolist()
+        used = len(host) if host[twins.OUT_LONGEST] >= sell_module.HOT_MIN_GATHERS else len(host) - 1
+        for word in (twins.OUT_BINS + 2, twins.OUT_BINS + 7):  # (floats where the host sums in float64)
+            kernel[word], host[word] = float(kernel[word]), float(host[word])
+        assert kernel[:used] == host[:used]
+        assert_workspace_zero()
 
 
 def assert_workspace_zero() -> None:
@@ -955,13 +1006,14 @@ def kernel_summary(head: np.ndarray, longer: np.ndarray, m: int, nnz: int, value
 
 @pytest.mark.gpu
 @settings(max_examples=150, deadline=None)
-@given(length_groups(), st.sampled_from([1, 1000, 10**6, 10**9]),
+@given(st.one_of(length_groups(), short_length_groups()), st.sampled_from([1, 1000, 10**6, 10**9]),
        st.sampled_from([(4, np.int32), (8, np.int32), (16, np.int32), (8, np.int64), (16, np.int64)]),
        st.integers(0, 2**32 - 1))
 def test_gpu_summary_kernel_matches_its_twin(groups, scale, value_bytes_and_index, seed):
     """stats_summary on statistics buffers made on the host, against the host's summary word for
     word: histograms of every shape (few lengths, lengths over all the bins, rows past the bins,
-    sometimes more than the kernel lists), their rows in the bins multiplied by up to 10^9 (costs
+    sometimes more than the kernel lists, only short rows: the warp summary's), their rows in the
+    bins multiplied by up to 10^9 (costs
     past float64's exact integers, which the kernel leaves to the host). Unscaled histograms with
     at most SUMMARY_OVERFLOW_ROWS rows past the bins are always the kernel's own."""
     value_bytes, index_dtype = value_bytes_and_index
