@@ -954,8 +954,10 @@ stats_summary(unsigned long long* __restrict__ counters, unsigned long long* __r
 //    next window of pointers).
 // The last block to finish (a ticket taken after every block's atomics) summarises the buffer
 // into the record as stats_summary would, unless `record` is null (the buffer is then left as
-// csr_stats leaves it). Measured on an H200 (asv_benchmarks/RESULTS.md, eighth session): faster
-// than csr_stats with stats_summary up to about 1M entries, and on power-law graphs past 16M.
+// csr_stats leaves it); a grid of one block (the host's choice for the smallest matrices)
+// summarises its own shared bins when the warp summary applies, merging nothing. Measured on an
+// H200 (asv_benchmarks/RESULTS.md, eighth and ninth sessions): faster than csr_stats with
+// stats_summary on power-law graphs at every size, on a par up to about 1M entries of regular rows.
 template <class I> constexpr int DIRECT_POINTERS = 8192 / sizeof(I);  // 8 KiB of pointers
 constexpr int DIRECT_VECTORS = 4;  // 16-byte vectors of columns a thread loads at once
 constexpr int DIRECT_MIN_BLOCKS = 4;  // blocks an SM holds: registers capped at 64

@@ -13,7 +13,9 @@ the record straight into pinned host memory, and zeroes the buffer for the next 
 DIRECT_MAX_ENTRIES entries that is one launch, ``csr_stats_direct``: a block takes a run of rows
 for the row statistics and a stretch of the merge path of rows and entries for the structure
 (so a long row or a run of empty rows loads no block more than another), and the last block to
-finish summarises. Larger matrices take ``csr_stats`` (tiles of rows whose pointers a block holds
+finish summarises (the smallest, up to SINGLE_BLOCK_ITEMS rows plus entries, on one block that
+summarises its own shared bins). When every row is shorter than 128 entries one warp summarises,
+with shuffles and one round trip of loads. Larger matrices take ``csr_stats`` (tiles of rows whose pointers a block holds
 in shared memory, entries past a work item handed to a queue in chunks that any block takes),
 then ``stats_summary``. Launches are packed once per matrix shape (:class:`PackedLaunch`); a
 call has one synchronisation, and nothing is set before, copied back after or summed on the
@@ -21,9 +23,9 @@ host (the head comes back only for what the summary leaves to the host: more tha
 the bins, costs past float64's exact integers). The CPU backend fills the same buffer with the
 NumPy twin (sparsegpu/reference/stats.py) and summarises it on the host, so both backends give
 identical statistics. Measured on an H200 (asv_benchmarks/RESULTS.md): at most one CSR SpMV call
-from about 2.5M entries on, and on R-MAT graphs of every size measured (scale 10 to 20: 0.74 to
-1.01); 1.2 to 1.35 of it on smaller regular matrices, where both calls take 20-35 us of launch and
-memory latency.
+from about 2.5M entries on, and on R-MAT graphs of every size measured (scale 10 to 20); 1.04 to
+1.3 of it on smaller regular matrices, where both calls take 20-33 us of launch and memory
+latency.
 
 The model, per format f, for ``A @ x`` timed back to back (the host issues the next call while
 the device runs this one, so the slower of the two sets the pace):
