@@ -663,6 +663,41 @@ struct SummaryArguments {
     long long target50, target90, target99;
 };
 
+// The summary's walk over the bins in length order, from the rows and entries before the first
+// bin it takes: each length's squares, its HYB cost (the cheapest kept), the quantiles and the
+// hot rows' shortest length it holds (into `found`: the shortest length, p50, p90, p99, the entries
+// in the hot rows), and the rows past the long-row limit. The block's summary and the warp summary
+// take their bins with it, so both give the host's words.
+struct BinWalk {
+    long long targets[4];  // the row counts at which the shortest length and the quantiles are reached
+    long long rows, entries;  // all the matrix's (the bins' and the rows past them)
+    long long bin_rows, bin_entries, listed_entries;  // in the bins; in the rows past them
+    long long hot_left;  // hot rows in the bins (those past them are all hot)
+    long long limit_bin;
+    int value_bytes, index_bytes;
+    long long rows_to, entries_to;  // up to the last bin taken
+    Width best{0x1.fffffffffffffp+1023, 0, 0, 0};  // none yet: every cost (below 2^53) is less
+    unsigned long long squares = 0, long_rows = 0;
+
+    template <class Found>
+    __device__ __forceinline__ void take(const int k, const long long count, Found& found) {
+        const long long previous = rows_to, hot_target = bin_rows - hot_left;  // the hot rows are those past it
+        rows_to += count, entries_to += count * k;
+        if (count) {
+            squares += (unsigned long long)count * k * k;
+            const Width here{hyb_cost(k, rows_to, entries_to, rows, entries, value_bytes, index_bytes), k, rows_to,
+                             entries_to};
+            if (cheaper(here, best)) best = here;
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+                if (previous < targets[q] && targets[q] <= rows_to) found[q] = k;
+        }
+        if (k == limit_bin) long_rows += bin_rows - rows_to;
+        if ((k == 0 || previous <= hot_target) && rows_to > hot_target)  // the hot rows' shortest length
+            found[4] = listed_entries + (bin_entries - entries_to) + (hot_left - (bin_rows - rows_to)) * k;
+    }
+};
+
 // The warp summary: when every row is in the first WARP_SUMMARY_BINS bins (none past them: most
 // meshes, stencils and uniform random matrices), one warp makes the same record as the block's
 // summary with shuffles instead of the block's barriers, and its loads go out with the head words
@@ -708,31 +743,16 @@ __device__ __forceinline__ bool warp_summarise(const long long (&counts)[WARP_BI
     if (!(hot_rows > 0 && rows == n_rows && entries == nnz && exact)) return false;
 
     // The lane's bins in order, as the block's summary takes each thread's.
-    const long long targets[4] = {1, target50, target90, target99};
-    const long long hot_target = rows - hot_rows;  // the hot rows are those past it
-    const long long limit_bin = limit < bins - 1 ? limit : bins - 1;
-    Width best{__longlong_as_double(0x7ff0000000000000LL), 0, 0, 0};
-    unsigned long long squares = 0, long_rows = 0;
-    long long found[5] = {-1, -1, -1, -1, -1};  // the shortest length, p50, p90, p99; entries in the hot rows
+    BinWalk walk{{1, target50, target90, target99}, rows, entries, rows, entries, 0, hot_rows,
+                 limit < bins - 1 ? limit : bins - 1, value_bytes, index_bytes, rows_to, entries_to};
+    long long found[5] = {-1, -1, -1, -1, -1};
 #pragma unroll
     for (int t = 0; t < WARP_BINS; ++t) {
-        const int k = first_bin + t;
-        if (k >= bins) break;
-        const long long count = counts[t], previous = rows_to;
-        rows_to += count, entries_to += count * k;
-        if (count) {
-            squares += (unsigned long long)count * k * k;
-            const Width here{hyb_cost(k, rows_to, entries_to, rows, entries, value_bytes, index_bytes), k, rows_to,
-                             entries_to};
-            if (cheaper(here, best)) best = here;
-#pragma unroll
-            for (int q = 0; q < 4; ++q)
-                if (previous < targets[q] && targets[q] <= rows_to) found[q] = k;
-        }
-        if (k == limit_bin) long_rows += rows - rows_to;
-        if ((k == 0 || previous <= hot_target) && rows_to > hot_target)
-            found[4] = (entries - entries_to) + (hot_rows - (rows - rows_to)) * k;
+        if (first_bin + t >= bins) break;
+        walk.take(first_bin + t, counts[t], found);
     }
+    Width& best = walk.best;
+    unsigned long long &squares = walk.squares, &long_rows = walk.long_rows;
     // Over the warp: the cheapest width (its lane's rows and entries up to it from that lane), the
     // sums, and each found word from the one lane that found it (-1 if none did).
 #pragma unroll
@@ -843,29 +863,13 @@ __device__ __forceinline__ void summarise(SummaryShared& shared, unsigned long l
     }
 
     // The bins, each thread's in order from its prefix.
-    const long long targets[4] = {1, target50, target90, target99};
-    const long long hot_target = bin_rows - (hot_rows - overflow_rows);  // the hot rows are those past it
-    const long long limit_bin = limit < bins - 1 ? limit : bins - 1;
-    Width best{__longlong_as_double(0x7ff0000000000000LL), 0, 0, 0};
-    unsigned long long squares = 0, long_rows = 0;
-    long long rows_to = rows_before, entries_to = entries_before;
-    for (int k = first_bin; k < first_bin + SUMMARY_BINS && k < bins; ++k) {
-        const long long count = counts[k], previous = rows_to;
-        rows_to += count, entries_to += count * k;
-        if (count) {
-            squares += (unsigned long long)count * k * k;
-            const Width here{hyb_cost(k, rows_to, entries_to, rows, entries, value_bytes, index_bytes), k, rows_to,
-                             entries_to};
-            if (cheaper(here, best)) best = here;
-#pragma unroll
-            for (int q = 0; q < 4; ++q)
-                if (previous < targets[q] && targets[q] <= rows_to) found[q] = k;
-        }
-        if (k == limit_bin) long_rows += bin_rows - rows_to;
-        if ((k == 0 || previous <= hot_target) && rows_to > hot_target)  // the hot rows' shortest length
-            found[4] = listed_entries + (bin_entries - entries_to) +
-                       (hot_rows - overflow_rows - (bin_rows - rows_to)) * k;
-    }
+    BinWalk walk{{1, target50, target90, target99}, rows, entries, bin_rows, bin_entries, listed_entries,
+                 hot_rows - overflow_rows, limit < bins - 1 ? limit : bins - 1, value_bytes, index_bytes,
+                 rows_before, entries_before};
+    for (int k = first_bin; k < first_bin + SUMMARY_BINS && k < bins; ++k) walk.take(k, counts[k], found);
+    const long long(&targets)[4] = walk.targets;
+    Width& best = walk.best;
+    unsigned long long &squares = walk.squares, &long_rows = walk.long_rows;
     // The rows past the bins: each length against the whole list (at most SUMMARY_OVERFLOW_ROWS).
     for (int r = threadIdx.x; r < overflow_rows; r += STATS_BLOCK) {
         const long long length = over[r];
