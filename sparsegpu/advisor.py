@@ -15,16 +15,16 @@ for the row statistics and a stretch of the merge path of rows and entries for t
 (so a long row or a run of empty rows loads no block more than another), and the last block to
 finish summarises (the smallest, up to SINGLE_BLOCK_ITEMS rows plus entries, on one block that
 summarises its own shared bins). When every row is shorter than 128 entries one warp summarises,
-with shuffles and one round trip of loads. Larger matrices take ``csr_stats`` (tiles of rows whose pointers a block holds
-in shared memory, entries past a work item handed to a queue in chunks that any block takes),
-then ``stats_summary``. Launches are packed once per matrix shape (:class:`PackedLaunch`); a
+with shuffles and one round trip of loads. Larger matrices take ``csr_stats`` (tiles of rows
+whose pointers a block holds in shared memory, entries past a work item handed to a queue in
+chunks that any block takes), then ``stats_summary``. Launches are packed once per matrix shape (:class:`PackedLaunch`); a
 call has one synchronisation, and nothing is set before, copied back after or summed on the
 host (the head comes back only for what the summary leaves to the host: more than 1024 rows past
 the bins, costs past float64's exact integers). The CPU backend fills the same buffer with the
 NumPy twin (sparsegpu/reference/stats.py) and summarises it on the host, so both backends give
 identical statistics. Measured on an H200 (asv_benchmarks/RESULTS.md): at most one CSR SpMV call
-from about 2.5M entries on, and on R-MAT graphs of every size measured (scale 10 to 20); 1.04 to
-1.3 of it on smaller regular matrices, where both calls take 20-33 us of launch and memory
+from about 2.5M entries on, and on R-MAT graphs of every size measured (scale 10 to 20); 1.03 to
+1.33 of it on smaller regular matrices, where both calls take 19-32 us of launch and memory
 latency.
 
 The model, per format f, for ``A @ x`` timed back to back (the host issues the next call while
