@@ -95,18 +95,19 @@ constexpr int OUT_OVERFLOW = OUT_BINS + STATS_BINS;
 constexpr int COUNTER_TICKET = 0, COUNTER_ANNOUNCED = 16, COUNTER_TILES_DONE = 32;
 constexpr int STATS_COUNTERS = 48;
 // The record stats_summary writes straight into the caller's pinned host memory (int64 words;
-// sparsegpu/advisor.py RECORD_*): the call's epoch (the host checks it is this call's), the
-// status, the head's first OUT_BINS words, then the summary of the row lengths, SUMMARY_WORDS
-// words in this order:
+// sparsegpu/advisor.py RECORD_*): the call's epoch (written last, once the other words are
+// visible: the host polls for it, publish_record), the status, the head's first OUT_BINS words,
+// then the summary of the row lengths, SUMMARY_WORDS words in this order:
 // shortest row, empty rows, sum of squared lengths, the p50, p90 and p99 lengths, HYB's width,
 // the entries in HYB's ELL part at that width, rows longer than `limit`, and the entries in the
 // `hot_rows` longest rows.
 constexpr int RECORD_EPOCH = 0, RECORD_STATUS = 1, RECORD_HEAD = 2, RECORD_SUMMARY = 10, SUMMARY_WORDS = 10;
 constexpr int RECORD_WORDS = RECORD_SUMMARY + SUMMARY_WORDS;
 // STATUS_SUMMARISED: the record is whole, and the buffer's counters and head are zero again for
-// the next call. STATUS_HEAD_KEPT: the head and overflow list are left for the host to summarise
-// (more than SUMMARY_OVERFLOW_ROWS rows past the bins, or at least hot_rows of them, or costs
-// past float64's exact integers, or an inconsistent indptr), and to zero.
+// the next call (zeroed before the record is published).
+// STATUS_HEAD_KEPT: the head and overflow list are left for the host to summarise (more than
+// SUMMARY_OVERFLOW_ROWS rows past the bins, or at least hot_rows of them, or costs past
+// float64's exact integers, or an inconsistent indptr), and to zero.
 constexpr int STATUS_SUMMARISED = 1, STATUS_HEAD_KEPT = 2;
 constexpr int SUMMARY_OVERFLOW_ROWS = 1024;
 constexpr int QUEUE_WORDS = 4;  // a queue slot: tile, first entry, epoch flag, (padding)
@@ -124,6 +125,15 @@ __device__ __forceinline__ int window_search(const I* window, int low, int high,
         if (window[mid] <= j) low = mid; else high = mid;
     }
     return low;
+}
+
+// As window_search, galloping from low first (the rows near it: past a few short or empty rows
+// it takes a step or two, where a search of the whole range would take all its steps).
+template <class I>
+__device__ __forceinline__ int window_gallop(const I* window, int low, const int high, const I j) {
+    int step = 1;
+    while (low + step < high && window[low + step] <= j) low += step, step *= 2;
+    return window_search(window, low, low + step < high ? low + step : high, j);
 }
 
 // One 16-byte vector of columns, loaded (streaming: read once) or stored as a whole.
@@ -706,6 +716,23 @@ struct BinWalk {
 constexpr int WARP_BINS = 4;
 constexpr int WARP_SUMMARY_BINS = 32 * WARP_BINS;
 
+// The record published to the host by one whole warp: lane w (RECORD_EPOCH < w < RECORD_WORDS)
+// writes `word` as the record's word w where `write`, and then lane RECORD_EPOCH writes the
+// call's epoch with a system-scope release after the warp's barrier, so every word (and every
+// write the block made before that barrier) is visible before the epoch is. The host polls the
+// epoch and reads the record as soon as it shows, without waiting for the kernel to end
+// (sparsegpu/advisor.py _Workspace.await_record); the kernel writes nothing after it.
+__device__ __forceinline__ void publish_record(long long* record, const bool write, const long long word,
+                                               const unsigned long long epoch) {
+    const int lane = threadIdx.x % 32;
+    if (write && lane > RECORD_EPOCH && lane < RECORD_WORDS) record[lane] = word;
+    __syncwarp();
+    if (lane == RECORD_EPOCH) {
+        asm volatile("fence.acq_rel.sys;" ::: "memory");
+        *reinterpret_cast<volatile long long*>(record + RECORD_EPOCH) = (long long)epoch;
+    }
+}
+
 // A 64-bit L2 load kept where it is written (not moved into the branch that uses it), so that
 // loads written together are in flight together.
 __device__ __forceinline__ long long load_now(const unsigned long long* p) {
@@ -716,12 +743,12 @@ __device__ __forceinline__ long long load_now(const unsigned long long* p) {
 
 // The warp summary of the bins 0 .. bins - 1 (bins <= WARP_SUMMARY_BINS; `counts` holds the
 // lane's, zero from `bins` on) and, lanes below OUT_BINS, the head's word `lane` (no rows past
-// the bins: its OUT_OVERFLOW_ROWS word is zero). Writes the whole record and returns true, or
-// writes nothing and returns false where the block's summary would leave the head to the host
-// (rows or entries not the matrix's, costs past float64's exact integers). Every lane calls it.
+// the bins: its OUT_OVERFLOW_ROWS word is zero). Returns true with the lane's word of the record
+// (publish_record's), or false where the block's summary would leave the head to the host (rows
+// or entries not the matrix's, costs past float64's exact integers). Every lane calls it.
 template <class I>
 __device__ __forceinline__ bool warp_summarise(const long long (&counts)[WARP_BINS], const long long head_word,
-                                               const int bins, const SummaryArguments& arguments) {
+                                               const int bins, const SummaryArguments& arguments, long long& word) {
     const auto& [n_rows, nnz, overflow_capacity, epoch, record, limit, hot_rows, value_bytes, target50, target90,
                  target99] = arguments;
     constexpr int index_bytes = sizeof(I);
@@ -775,11 +802,10 @@ __device__ __forceinline__ bool warp_summarise(const long long (&counts)[WARP_BI
     const long long summary[SUMMARY_WORDS] = {
         found[0], empty, (long long)squares, found[1], found[2], found[3],
         best.length, best.entries_to + best.length * (rows - best.rows_to), (long long)long_rows, found[4]};
-    long long word = lane == RECORD_EPOCH ? (long long)epoch : lane == RECORD_STATUS ? STATUS_SUMMARISED : head_here;
+    word = lane == RECORD_STATUS ? STATUS_SUMMARISED : head_here;
 #pragma unroll
     for (int w = 0; w < SUMMARY_WORDS; ++w)
         if (lane == RECORD_SUMMARY + w) word = summary[w];
-    if (lane < RECORD_WORDS) record[lane] = word;
     return true;
 }
 
@@ -807,12 +833,14 @@ __device__ __forceinline__ void summarise(SummaryShared& shared, unsigned long l
 #pragma unroll
         for (int t = 0; t < WARP_BINS; ++t)
             if (lane * WARP_BINS + t >= bins) warp_counts[t] = 0;
-        if (warp_summarise<I>(warp_counts, head_word, bins, arguments)) {
+        long long word;
+        if (warp_summarise<I>(warp_counts, head_word, bins, arguments, word)) {
             // Ready for the next call, as below.
             for (int w = lane; w < STATS_COUNTERS; w += 32) counters[w] = 0;
             for (int w = lane; w < OUT_BINS + bins; w += 32) out[w] = 0;
-        } else if (lane == 0) {
-            record[RECORD_EPOCH] = (long long)epoch, record[RECORD_STATUS] = STATUS_HEAD_KEPT;
+            publish_record(record, true, word, epoch);
+        } else {
+            publish_record(record, lane == RECORD_STATUS, STATUS_HEAD_KEPT, epoch);
         }
         return;
     }
@@ -857,8 +885,7 @@ __device__ __forceinline__ void summarise(SummaryShared& shared, unsigned long l
     const bool exact = double(rows) * (double(longest) * (2 * value_bytes + 3 * index_bytes) + 2 * value_bytes) <
                            0x1p52 && double(nnz) * double(longest) < 0x1p62;
     if (!(listed && overflow_rows < hot_rows && rows == n_rows && entries == nnz && exact)) {
-        if (threadIdx.x == RECORD_EPOCH) record[RECORD_EPOCH] = (long long)epoch;
-        if (threadIdx.x == RECORD_STATUS) record[RECORD_STATUS] = STATUS_HEAD_KEPT;
+        if (threadIdx.x < 32) publish_record(record, threadIdx.x == RECORD_STATUS, STATUS_HEAD_KEPT, epoch);
         return;
     }
 
@@ -912,19 +939,21 @@ __device__ __forceinline__ void summarise(SummaryShared& shared, unsigned long l
             if (cheaper(warp_best[w], best)) best = warp_best[w];
             squares += sums[w], long_rows += sums[STATS_BLOCK / 32 + w];
         }
-        words[RECORD_EPOCH] = (long long)epoch, words[RECORD_STATUS] = STATUS_SUMMARISED;
+        words[RECORD_STATUS] = STATUS_SUMMARISED;
         const long long summary[SUMMARY_WORDS] = {
             found[0], counts[0], (long long)squares, found[1], found[2], found[3],
             best.length, best.entries_to + best.length * (rows - best.rows_to), (long long)long_rows, found[4]};
         for (int w = 0; w < SUMMARY_WORDS; ++w) words[RECORD_SUMMARY + w] = summary[w];
     }
     __syncthreads();  // the record whole, every word of the head read before it is zeroed
-    // One store a thread, together (single stores to host memory one after another would each
-    // pay a trip over the bus); the host reads them after the kernel is done.
-    if (threadIdx.x < RECORD_WORDS) record[threadIdx.x] = words[threadIdx.x];
-    // Ready for the next call: the counters and the head's words this call counted into.
+    // Ready for the next call: the counters and the head's words this call counted into, zeroed
+    // before the record shows.
     if (threadIdx.x < STATS_COUNTERS) counters[threadIdx.x] = 0;
     for (int w = threadIdx.x; w < OUT_BINS + bins; w += STATS_BLOCK) out[w] = 0;
+    __syncthreads();
+    // One store a lane, together (single stores to host memory one after another would each pay
+    // a trip over the bus), then the epoch.
+    if (threadIdx.x < 32) publish_record(record, true, threadIdx.x < RECORD_WORDS ? words[threadIdx.x] : 0, epoch);
 }
 
 template <class I>
@@ -952,8 +981,9 @@ stats_summary(unsigned long long* __restrict__ counters, unsigned long long* __r
 //    entries and rows, so neither a long row nor a run of short or empty rows loads one block more
 //    than another. The block finds where its diagonals cross the path by a search of indptr that
 //    narrows 256-fold a step (every thread probes at once: one round trip a step), holds
-//    DIRECT_POINTERS pointers from its first row on in shared memory, and each thread takes whole
-//    16-byte vectors of columns, DIRECT_VECTORS in flight at once, finding each entry's row by a
+//    DIRECT_POINTERS pointers from its first row on in shared memory (the first round of columns
+//    in flight with them), and each thread takes runs of DIRECT_VECTORS consecutive whole 16-byte
+//    vectors of columns, all in flight at once, finding the row of a run's first entry by a
 //    branch-free binary search of the held pointers, then stepping row by row (rows past them: the
 //    next window of pointers).
 // The last block to finish (a ticket taken after every block's atomics) summarises the buffer
@@ -964,6 +994,7 @@ stats_summary(unsigned long long* __restrict__ counters, unsigned long long* __r
 // stats_summary on power-law graphs at every size, on a par up to about 1M entries of regular rows.
 template <class I> constexpr int DIRECT_POINTERS = 8192 / sizeof(I);  // 8 KiB of pointers
 constexpr int DIRECT_VECTORS = 4;  // 16-byte vectors of columns a thread loads at once
+constexpr int RUN_ROW_VECTORS = 1;  // vectors' entries a row holds on average for runs (above)
 constexpr int DIRECT_MIN_BLOCKS = 4;  // blocks an SM holds: registers capped at 64
 
 template <class I> struct DirectPass {
@@ -1039,8 +1070,10 @@ __device__ __forceinline__ bool summarised_alone(const unsigned long long word, 
             const int k = lane * WARP_BINS + t;
             counts[t] = k < used ? bins[k] : 0;
         }
+        long long record_word;
         const bool done = warp_summarise<I>(counts, lane < OUT_BINS ? (long long)totals.head[lane] : 0, used,
-                                            arguments);
+                                            arguments, record_word);
+        if (done) publish_record(arguments.record, true, record_word, arguments.epoch);
         if (lane == 0) totals.summarised = done;
     }
     __syncthreads();
@@ -1083,55 +1116,74 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
 
     // The entries [e0, e1), a window of pointers at a time, each window's first row a multiple
     // of the pointers in a 16-byte vector (so they are copied as vectors) at or before the first
-    // row it has to hold: the row of the first entry not yet counted.
+    // row it has to hold: the row of the first entry not yet counted. A round of the window's
+    // entries gives each thread DIRECT_VECTORS 16-byte vectors of columns: where the block's rows
+    // hold at least RUN_ROW_VECTORS vectors' entries each on average, a run of consecutive vectors
+    // (one search finds the row of its first entry, steps the rows of the others), else vectors
+    // STATS_BLOCK apart (a search each: a run would step through many short or empty rows).
     constexpr int ROW_ALIGN = sg::vec16<I>::N;
+    constexpr long long ROUND_VECTORS = (long long)DIRECT_VECTORS * STATS_BLOCK;
     const bool aligned = reinterpret_cast<unsigned long long>(indices) % 16 == 0;
+    const bool runs = e1 - e0 >= (long long)RUN_ROW_VECTORS * V * (splits[1] - splits[0] + 1);
+    const long long thread_first = runs ? (long long)threadIdx.x * DIRECT_VECTORS : threadIdx.x;
+    const long long stride = runs ? 1 : STATS_BLOCK;  // between a thread's vectors in a round
     Structure<I> s;
+    I columns[DIRECT_VECTORS][V];
+    // The columns of the thread's vectors from `first` on, within the entries [lo, hi).
+    const auto load_round = [&](const long long first, const long long lo, const long long hi) {
+#pragma unroll
+        for (int u = 0; u < DIRECT_VECTORS; ++u) {
+            const long long e = (first + u * stride) * V;
+            if (e >= hi) continue;
+            if (aligned && e + V <= nnz) {
+                load_vector(indices + e, columns[u]);
+            } else {
+#pragma unroll
+                for (int k = 0; k < V; ++k) columns[u][k] = e + k >= lo && e + k < hi ? __ldcs(indices + e + k) : I(0);
+            }
+        }
+    };
     for (long long next = e0; first_row < n_rows;) {
         first_row = first_row / ROW_ALIGN * ROW_ALIGN;
         // Pointers up to the end of the row that holds the block's last entry (splits[1]; at
         // least two, so that a corrupt indptr still moves on), at most the window's.
         const long long rows_needed = (splits[1] < n_rows ? splits[1] + 1 : n_rows) - first_row;
-        const int held = rows_needed < 1 ? 2 : rows_needed < DIRECT_POINTERS<I> - 1 ? int(rows_needed) + 1
-                                                                                    : DIRECT_POINTERS<I>;
+        const bool to_the_end = rows_needed < DIRECT_POINTERS<I> - 1;
+        const int held = rows_needed < 1 ? 2 : to_the_end ? int(rows_needed) + 1 : DIRECT_POINTERS<I>;
         __syncthreads();  // every thread is done with the previous window
         load_pointers<I, DIRECT_POINTERS<I>>(indptr, first_row, held, entry_storage);
+        // A window to the block's last row holds the entries [next, e1) of a valid indptr: their
+        // first round's columns are in flight with the pointers.
+        if (to_the_end) load_round(next / V + thread_first, next, e1);
         copy_to_shared_wait();
         __syncthreads();
         const long long lo = next > (long long)window[0] ? next : (long long)window[0];
         const long long hi = e1 < (long long)window[held - 1] ? e1 : (long long)window[held - 1];
+        bool loaded = to_the_end && lo == next && hi == e1;  // (else a corrupt indptr: loaded again)
         const long long end_vector = (hi + V - 1) / V;
-        for (long long v0 = lo / V + threadIdx.x; v0 < end_vector; v0 += DIRECT_VECTORS * STATS_BLOCK) {
-            I columns[DIRECT_VECTORS][V];
-#pragma unroll
-            for (int u = 0; u < DIRECT_VECTORS; ++u) {
-                const long long e = (v0 + u * STATS_BLOCK) * V;
-                if (e >= hi) continue;
-                if (aligned && e + V <= nnz) {
-                    load_vector(indices + e, columns[u]);
-                } else {
-#pragma unroll
-                    for (int k = 0; k < V; ++k)
-                        columns[u][k] = e + k >= lo && e + k < hi ? __ldcs(indices + e + k) : I(0);
-                }
-            }
-            // Entries and rows in I from here (both fit it), the vector's entries [k_from, k_to).
+        for (long long first = lo / V + thread_first; first < end_vector; first += ROUND_VECTORS) {
+            if (!loaded) load_round(first, lo, hi);
+            loaded = false;
+            // Entries and rows in I from here (both fit it); a vector's entries [k_from, k_to).
             const I row_base = I(first_row);
+            int r = 0;
+            I row_end = 0;
 #pragma unroll
             for (int u = 0; u < DIRECT_VECTORS; ++u) {
-                const long long e = (v0 + u * STATS_BLOCK) * V;
-                if (e >= hi) continue;
+                const long long e = (first + u * stride) * V;
+                if (e >= hi) break;
                 const int k_from = lo > e ? int(lo - e) : 0, k_to = hi - e < V ? int(hi - e) : V;
-                const I first = I(e);
-                int r = row_in_window<I>(window, held - 1, first + I(k_from));
-                I row_end = window[r + 1];
+                if (u == 0 || !runs) {
+                    r = row_in_window<I>(window, held - 1, I(e) + I(k_from));
+                    row_end = window[r + 1];
+                }
 #pragma unroll
                 for (int k = 0; k < V; ++k) {
                     if (k < k_from || k >= k_to) continue;
-                    const I j = first + I(k);
+                    const I j = I(e) + I(k);
                     if (row_end <= j) {  // the next row, else a search past it
                         ++r;
-                        if (window[r + 1] <= j) r = window_search(window, r + 1, held - 1, j);
+                        if (window[r + 1] <= j) r = window_gallop(window, r + 1, held - 1, j);
                         row_end = window[r + 1];
                     }
                     s.count(columns[u][k] - (row_base + I(r)));

@@ -190,6 +190,11 @@ class PackedLaunch:
         self.handle = None if function is None else function.kernel.ptr
         self.arguments = [kind() for kind in types]
         self.parameters = (ctypes.c_void_p * len(self.arguments))(*map(ctypes.addressof, self.arguments))
+        self.parameters_address = ctypes.addressof(self.parameters)
+        if function is not None:
+            from cupy_backends.cuda.api import driver
+
+            self.launch_kernel = driver.launchKernel  # (looked up once: a launch is a few microseconds)
 
     def set(self, first: int, *values: int) -> None:
         """Set the arguments from position ``first`` on."""
@@ -204,10 +209,7 @@ class PackedLaunch:
 
     def __call__(self, grid: int, block: int, stream: int) -> None:
         """Launch on ``stream`` (a CUDA stream handle) with ``grid`` blocks of ``block`` threads."""
-        from cupy_backends.cuda.api import driver
-
-        driver.launchKernel(self.handle, grid, 1, 1, block, 1, 1, 0, stream, ctypes.addressof(self.parameters), 0)
-
+        self.launch_kernel(self.handle, grid, 1, 1, block, 1, 1, 0, stream, self.parameters_address, 0)
 
 
 def blocks_for(work_items: int, per_block: int) -> int:

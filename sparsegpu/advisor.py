@@ -81,7 +81,9 @@ import itertools
 import json
 import math
 import operator
+import platform
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -136,7 +138,7 @@ CANDIDATES = ("csr", "coo", "ell", "hyb", "jds", "sell")
 CSR_MARGIN = 1.05
 
 
-@dataclass
+@dataclass(slots=True)
 class MatrixStats:
     """What the advisor reads off a matrix. Row lengths count stored entries per row."""
 
@@ -397,8 +399,9 @@ class _Workspace:
     what ``csr_stats`` counted into, or the host does after reading a head it left); the chunk
     queue; the pinned host record ``stats_summary`` writes into (device code reaches pinned
     memory at its host address); the pinned host copy of the buffer's head, for the calls
-    that read it; and the epoch of the last call. Each call finishes before it returns, so the
-    thread's next call may reuse them.
+    that read it; and the epoch of the last call. A call returns once its kernel has published the
+    record (:meth:`await_record`), after which the kernel writes nothing, so the thread's next
+    call may reuse them on any stream.
 
     The launches' host work is kept too: per index type the two kernels' launches with their
     arguments packed in C storage (:class:`PackedLaunch`; a CuPy launch of a dozen arguments costs
@@ -509,6 +512,32 @@ class _Workspace:
                 plan.summary(1, STATS_BLOCK, stream)
         return plan.capacity, stream
 
+    def await_record(self, stream: int) -> np.ndarray:
+        """The record of the launch just made on ``stream`` once its kernel has published it (its
+        epoch shows, written after the other words are visible: ``publish_record`` in
+        kernels/matrix_stats.cu). Polled for up to RECORD_POLL_NS, which returns sooner than a
+        synchronisation (the record shows before the kernel has ended, and the synchronisation's
+        own call costs more than the poll), then waited for on the stream, which also raises a
+        failed kernel's error. RuntimeError if the kernel ended without writing it."""
+        import cupy
+
+        record, epoch = self.record, self.epoch
+        if POLL_RECORD:
+            read, deadline = record.item, 0
+            while True:
+                for _ in range(64):
+                    if read(RECORD_EPOCH) == epoch:
+                        return record
+                now = time.perf_counter_ns()
+                if not deadline:
+                    deadline = now + RECORD_POLL_NS
+                elif now > deadline:
+                    break
+        cupy.cuda.runtime.streamSynchronize(stream)
+        if record.item(RECORD_EPOCH) != epoch:
+            raise RuntimeError("the statistics kernel finished without writing its record")
+        return record
+
     def clear(self) -> None:
         """Zero the counters and the head, and wait for it (a later call may come on another
         stream)."""
@@ -564,12 +593,19 @@ def _workspace() -> _Workspace:
 #: bins (R-MAT scale 21 has 232) need no second copy and synchronisation.
 HEAD_OVERFLOW_ROWS = 1024
 #: The record ``stats_summary`` writes into host memory (kernels/matrix_stats.cu RECORD_*):
-#: the call's epoch (the host checks it is this call's), the status, the head's first OUT_BINS
+#: the call's epoch (written last: the host polls for it), the status, the head's first OUT_BINS
 #: words, then the SUMMARY_WORDS words of :func:`_summary_words`.
 RECORD_EPOCH, RECORD_STATUS, RECORD_HEAD, RECORD_SUMMARY, SUMMARY_WORDS = 0, 1, 2, 2 + OUT_BINS, 10
 RECORD_WORDS = RECORD_SUMMARY + SUMMARY_WORDS
 #: The record's status: summarised (the buffer zeroed again), or the head left for the host.
 STATUS_SUMMARISED, STATUS_HEAD_KEPT = 1, 2
+#: How long a call polls its pinned record before it synchronises the stream instead (which
+#: releases the GIL): the direct pass publishes within it up to its DIRECT_MAX_ENTRIES, and a
+#: longer call loses little by synchronising.
+RECORD_POLL_NS = 100_000
+#: Polling needs the host to read the record's words in the order the device made them visible,
+#: as x86-64 does for plain loads; other hosts synchronise the stream.
+POLL_RECORD = platform.machine().lower() in ("x86_64", "amd64")
 
 
 def _read_statistics(csr: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -591,22 +627,17 @@ def _read_statistics(csr: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def _statistics_record(csr: Any) -> list:
     """The record's words from RECORD_HEAD on: the head's first OUT_BINS words and the summary
-    (:func:`_summary_words`). On the GPU, two launches and one synchronisation: ``csr_stats``,
-    then ``stats_summary`` into pinned host memory (or, for what it leaves to the host, the head
-    is read back and summarised here)."""
+    (:func:`_summary_words`). On the GPU, ``csr_stats_direct`` (or ``csr_stats`` then
+    ``stats_summary``) summarises into pinned host memory, which the host polls (or, for what the
+    kernel leaves to the host, the head is read back and summarised here)."""
     m = csr.shape[0]
     value_bytes, index_bytes = csr.dtype.itemsize, csr.index_dtype.itemsize
     if csr.backend == "cpu" or not m:
         head, longer = _read_statistics(csr)
         return _record_of_buffer(head, longer, m, csr.nnz, value_bytes, index_bytes)
-    import cupy
-
     space = _workspace()
     capacity, stream = space.launch(csr, summarise=True)
-    cupy.cuda.runtime.streamSynchronize(stream)
-    record = space.record
-    if record.item(RECORD_EPOCH) != space.epoch:
-        raise RuntimeError("stats_summary finished without writing its record")
+    record = space.await_record(stream)
     if record.item(RECORD_STATUS) == STATUS_SUMMARISED:
         space.zero = True
         return record[RECORD_HEAD:].tolist()
@@ -878,28 +909,26 @@ def _stats_of_record(words: list, shape: tuple[int, int], nnz: int, value_bytes:
                      index_bytes: int) -> MatrixStats:
     """:class:`MatrixStats` from the record's words from RECORD_HEAD on (the head's first
     OUT_BINS words, then :func:`_summary_words`'s); the squares and HYB's ELL entries are
-    rounded to float64 once, whichever side summed them."""
+    rounded to float64 once, whichever side summed them. (Every call of :func:`matrix_stats`
+    pays for this: one flat unpacking, and the fields positionally, in their order.)"""
     m, n = shape
-    below, on, above, distance, band, slice_widths, _, longest = words[:OUT_BINS]
-    row_min, empty, squares, *quantile_lengths, width, in_ell, long_rows, hot_entries = words[OUT_BINS:]
-    mean = nnz / m if m else 0.0
-    var = max(float(squares) / m - mean * mean, 0.0) if m else 0.0
-    row_max = longest if m else 0
-    quantiles = dict(zip(QUANTILES, quantile_lengths))
-    std = math.sqrt(var)
-    longest_rows_fraction = hot_entries / nnz if nnz and row_max >= sell.HOT_MIN_GATHERS else 0.0
-    if nnz:
-        ell_fill, in_ell, sell_fill = ((m * row_max - nnz) / nnz, float(in_ell) / nnz,
-                                       (slice_widths * SELL_SLICE - nnz) / nnz)
-        distance, below, above, on = distance / nnz, below / nnz, above / nnz, on / nnz
-    else:
-        ell_fill, in_ell, sell_fill, distance, below, above, on = 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0
-    # Positionally, in the fields' order: 23 keywords cost a microsecond more.
-    return MatrixStats(m, n, nnz, nnz / (m * n) if m and n else 0.0,  # rows, cols, nnz, density
-                       mean, std, row_min, row_max, quantiles, std / mean if mean else 0.0,  # row_*
-                       empty, ell_fill, width, in_ell, sell_fill, long_rows,  # ... csr_long_rows
-                       band, distance, below, above, on,  # bandwidth, mean_distance, *_fraction
-                       value_bytes, index_bytes, longest_rows_fraction)
+    (below, on, above, distance, band, slice_widths, _, longest,
+     row_min, empty, squares, p50, p90, p99, width, in_ell, long_rows, hot_entries) = words
+    quantiles = {"p50": p50, "p90": p90, "p99": p99}  # QUANTILES' keys
+    if not m:
+        return MatrixStats(0, n, 0, 0.0, 0.0, 0.0, row_min, 0, quantiles, 0.0, empty, 0.0, width, 1.0, 0.0,
+                           long_rows, band, 0.0, 0.0, 0.0, 0.0, value_bytes, index_bytes, 0.0)
+    mean = nnz / m
+    var = float(squares) / m - mean * mean
+    std = math.sqrt(var) if var > 0.0 else 0.0
+    density = nnz / (m * n) if n else 0.0
+    if not nnz:
+        return MatrixStats(m, n, 0, density, mean, std, row_min, longest, quantiles, 0.0, empty, 0.0, width, 1.0,
+                           0.0, long_rows, band, 0.0, 0.0, 0.0, 0.0, value_bytes, index_bytes, 0.0)
+    return MatrixStats(m, n, nnz, density, mean, std, row_min, longest, quantiles, std / mean, empty,
+                       (m * longest - nnz) / nnz, width, float(in_ell) / nnz, (slice_widths * SELL_SLICE - nnz) / nnz,
+                       long_rows, band, distance / nnz, below / nnz, above / nnz, on / nnz, value_bytes, index_bytes,
+                       hot_entries / nnz if longest >= sell.HOT_MIN_GATHERS else 0.0)
 
 
 # --------------------------------------------------------------------------- the model

@@ -974,6 +974,45 @@ def test_gpu_workspace_recovers_from_a_call_broken_off(rng, statistics_pass):
     assert_workspace_zero()
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("waiting", ["polled", "poll given up", "synchronised"])
+def test_gpu_record_polled_or_waited_for(monkeypatch, rng, waiting, statistics_pass):
+    """The record is read once its epoch shows (polled), or after the stream's synchronisation
+    when the poll gives up or the host does not poll: the same statistics either way, and a
+    record that never shows raises, after which the workspace gives the right statistics."""
+    import cupy
+
+    monkeypatch.setattr(advisor, "POLL_RECORD", waiting != "synchronised")
+    if waiting == "poll given up":
+        monkeypatch.setattr(advisor, "RECORD_POLL_NS", 0)
+    for S in (from_lengths(rng.integers(0, 40, 5000), 64, rng), datasets.generate("rmat", "small")):
+        gpu, cpu = (sparsegpu.CSR.from_scipy(S, backend=b) for b in ("gpu", "cpu"))
+        assert advisor.matrix_stats(gpu) == numpy_stats(cpu)
+        space = advisor._workspace()
+        space.launch(gpu, summarise=True)
+        space.epoch += 1  # not the epoch the kernel writes
+        with pytest.raises(RuntimeError, match="without writing its record"):
+            space.await_record(cupy.cuda.get_current_stream().ptr)
+        assert advisor.matrix_stats(gpu) == numpy_stats(cpu)
+        assert_workspace_zero()
+
+
+@pytest.mark.gpu
+def test_gpu_calls_on_other_streams(rng, statistics_pass):
+    """Calls one after another on other streams, each read as soon as its record shows (its
+    kernel may not have ended: it has zeroed the buffer before it published the record)."""
+    import cupy
+
+    matrices = [from_lengths(rng.integers(0, n, 20_000), 4 * n, rng) for n in (3, 40, 300)]
+    streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(3)]
+    for _ in range(3):
+        for S, stream in zip(matrices, streams):
+            with stream:
+                gpu = sparsegpu.CSR.from_scipy(S, backend="gpu")
+                assert advisor.matrix_stats(gpu) == numpy_stats(sparsegpu.CSR.from_scipy(S, backend="cpu"))
+                assert_workspace_zero()
+
+
 def kernel_summary(head: np.ndarray, longer: np.ndarray, m: int, nnz: int, value_bytes: int,
                    index_dtype) -> list | None:
     """stats_summary run on this statistics buffer: the record's words from RECORD_HEAD on, or
