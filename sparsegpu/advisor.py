@@ -12,19 +12,23 @@ width, the squares' sum, ...) exactly as the host would (:func:`_summary_words`,
 the record straight into pinned host memory, and zeroes the buffer for the next call. Up to
 DIRECT_MAX_ENTRIES entries that is one launch, ``csr_stats_direct``: a block takes a run of rows
 for the row statistics and a stretch of the merge path of rows and entries for the structure
-(so a long row or a run of empty rows loads no block more than another), and the last block to
-finish summarises (the smallest, up to SINGLE_BLOCK_ITEMS rows plus entries, on one block that
-summarises its own shared bins). When every row is shorter than 128 entries one warp summarises,
-with shuffles and one round trip of loads. Larger matrices take ``csr_stats`` (tiles of rows
-whose pointers a block holds in shared memory, entries past a work item handed to a queue in
-chunks that any block takes), then ``stats_summary``. Launches are packed once per matrix shape (:class:`PackedLaunch`); a
-call has one synchronisation, and nothing is set before, copied back after or summed on the
-host (the head comes back only for what the summary leaves to the host: more than 1024 rows past
-the bins, costs past float64's exact integers). The CPU backend fills the same buffer with the
-NumPy twin (sparsegpu/reference/stats.py) and summarises it on the host, so both backends give
-identical statistics. Measured on an H200 (asv_benchmarks/RESULTS.md): at most one CSR SpMV call
-from about 2.5M entries on, and on R-MAT graphs of every size measured (scale 10 to 20); 1.03 to
-1.33 of it on smaller regular matrices, where both calls take 19-32 us of launch and memory
+(so a long row or a run of empty rows loads no block more than another; each thread a run of
+consecutive column vectors where the rows average at least a vector's entries, one row search a
+run), and the last block to finish summarises (the smallest, up to SINGLE_BLOCK_ITEMS rows plus
+entries, on one block that summarises its own shared bins). When every row is shorter than 128
+entries one warp summarises, with shuffles and one round trip of loads. Larger matrices take
+``csr_stats`` (tiles of rows whose pointers a block holds in shared memory, entries past a work
+item handed to a queue in chunks that any block takes), then ``stats_summary``. Launches are
+packed once per matrix shape (:class:`PackedLaunch`); the kernel zeroes the buffer, writes the
+record and then the call's epoch, and the host polls the epoch instead of synchronising (x86-64
+hosts; :meth:`_Workspace.await_record`). Nothing is set before, copied back after or summed on
+the host (the head comes back only for what the summary leaves to the host: more than 1024 rows
+past the bins, costs past float64's exact integers). The CPU backend fills the same buffer with
+the NumPy twin (sparsegpu/reference/stats.py) and summarises it on the host, so both backends
+give identical statistics. Measured on an H200 (asv_benchmarks/RESULTS.md, tenth session): at
+most one CSR SpMV call from about 2.5M entries on, on R-MAT graphs of every size measured (scale
+10 to 20: 0.64 to 0.94), and on the smallest (0.96 at 400 rows); 1.05 to 1.16 of it on 2-D
+Poisson matrices of 1024 to 490,000 rows, where both calls take 19.5-31 us of launch and memory
 latency.
 
 The model, per format f, for ``A @ x`` timed back to back (the host issues the next call while
