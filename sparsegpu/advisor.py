@@ -919,17 +919,13 @@ def _stats_of_record(words: list, shape: tuple[int, int], nnz: int, value_bytes:
     (below, on, above, distance, band, slice_widths, _, longest,
      row_min, empty, squares, p50, p90, p99, width, in_ell, long_rows, hot_entries) = words
     quantiles = {"p50": p50, "p90": p90, "p99": p99}  # QUANTILES' keys
-    if not m:
-        return MatrixStats(0, n, 0, 0.0, 0.0, 0.0, row_min, 0, quantiles, 0.0, empty, 0.0, width, 1.0, 0.0,
-                           long_rows, band, 0.0, 0.0, 0.0, 0.0, value_bytes, index_bytes, 0.0)
+    if not nnz:  # (also every matrix without rows)
+        return MatrixStats(m, n, 0, 0.0, 0.0, 0.0, row_min, longest if m else 0, quantiles, 0.0, empty, 0.0, width,
+                           1.0, 0.0, long_rows, band, 0.0, 0.0, 0.0, 0.0, value_bytes, index_bytes, 0.0)
     mean = nnz / m
     var = float(squares) / m - mean * mean
     std = math.sqrt(var) if var > 0.0 else 0.0
-    density = nnz / (m * n) if n else 0.0
-    if not nnz:
-        return MatrixStats(m, n, 0, density, mean, std, row_min, longest, quantiles, 0.0, empty, 0.0, width, 1.0,
-                           0.0, long_rows, band, 0.0, 0.0, 0.0, 0.0, value_bytes, index_bytes, 0.0)
-    return MatrixStats(m, n, nnz, density, mean, std, row_min, longest, quantiles, std / mean, empty,
+    return MatrixStats(m, n, nnz, nnz / (m * n), mean, std, row_min, longest, quantiles, std / mean, empty,
                        (m * longest - nnz) / nnz, width, float(in_ell) / nnz, (slice_widths * SELL_SLICE - nnz) / nnz,
                        long_rows, band, distance / nnz, below / nnz, above / nnz, on / nnz, value_bytes, index_bytes,
                        hot_entries / nnz if longest >= sell.HOT_MIN_GATHERS else 0.0)
