@@ -127,15 +127,6 @@ __device__ __forceinline__ int window_search(const I* window, int low, int high,
     return low;
 }
 
-// As window_search, galloping from low first (the rows near it: past a few short or empty rows
-// it takes a step or two, where a search of the whole range would take all its steps).
-template <class I>
-__device__ __forceinline__ int window_gallop(const I* window, int low, const int high, const I j) {
-    int step = 1;
-    while (low + step < high && window[low + step] <= j) low += step, step *= 2;
-    return window_search(window, low, low + step < high ? low + step : high, j);
-}
-
 // One 16-byte vector of columns, loaded (streaming: read once) or stored as a whole.
 __device__ __forceinline__ void load_vector(const int* p, int (&e)[4]) {
     const int4 v = __ldcs(reinterpret_cast<const int4*>(p));
@@ -201,11 +192,11 @@ template <class I> struct Structure {
     unsigned below = 0, above = 0;
     unsigned long long distance = 0;
     Magnitude band = 0;
-    // An entry at column - row = d.
-    __device__ __forceinline__ void count(const I d) {
-        below += d < 0;
-        above += d > 0;
-        const Magnitude magnitude = d < 0 ? Magnitude(0) - Magnitude(d) : Magnitude(d);
+    // An entry at column - row = d (where `counted`: branch-free).
+    __device__ __forceinline__ void count(const I d, const bool counted = true) {
+        below += counted && d < 0;
+        above += counted && d > 0;
+        const Magnitude magnitude = !counted ? Magnitude(0) : d < 0 ? Magnitude(0) - Magnitude(d) : Magnitude(d);
         distance += magnitude;
         band = magnitude > band ? magnitude : band;
     }
@@ -982,10 +973,14 @@ stats_summary(unsigned long long* __restrict__ counters, unsigned long long* __r
 //    than another. The block finds where its diagonals cross the path by a search of indptr that
 //    narrows 256-fold a step (every thread probes at once: one round trip a step), holds
 //    DIRECT_POINTERS pointers from its first row on in shared memory (the first round of columns
-//    in flight with them), and each thread takes runs of DIRECT_VECTORS consecutive whole 16-byte
-//    vectors of columns, all in flight at once, finding the row of a run's first entry by a
-//    branch-free binary search of the held pointers, then stepping row by row (rows past them: the
-//    next window of pointers).
+//    in flight with them; rows past them: the next window of pointers), and each thread takes a
+//    run of DIRECT_VECTORS consecutive whole 16-byte vectors of columns, all in flight at once.
+//    The rows find their entries, not the entries their rows: every non-empty row marks its first
+//    entry in the round (mark_rows), and an entry's row is the largest mark up to it, a maximum
+//    scan over the block (marks_before) and then along the thread's run. That costs a few
+//    barriers a round and, per entry, a maximum and the counts without a branch, however long,
+//    short or empty the rows are (searching and stepping rows per entry cost 2-4 us more at
+//    1K-490K rows on an H200, asv_benchmarks/RESULTS.md, eleventh session).
 // The last block to finish (a ticket taken after every block's atomics) summarises the buffer
 // into the record as stats_summary would, unless `record` is null (the buffer is then left as
 // csr_stats leaves it); a grid of one block (the host's choice for the smallest matrices)
@@ -994,11 +989,15 @@ stats_summary(unsigned long long* __restrict__ counters, unsigned long long* __r
 // stats_summary on power-law graphs at every size, on a par up to about 1M entries of regular rows.
 template <class I> constexpr int DIRECT_POINTERS = 8192 / sizeof(I);  // 8 KiB of pointers
 constexpr int DIRECT_VECTORS = 4;  // 16-byte vectors of columns a thread loads at once
-constexpr int RUN_ROW_VECTORS = 1;  // vectors' entries a row holds on average for runs (above)
+// A round's entries, and a thread's (its run: DIRECT_VECTORS consecutive vectors).
+template <class I> constexpr int ROUND_ENTRIES = DIRECT_VECTORS * STATS_BLOCK * STATS_VECTOR<I>;
+template <class I> constexpr int RUN_ENTRIES = DIRECT_VECTORS * STATS_VECTOR<I>;
 constexpr int DIRECT_MIN_BLOCKS = 4;  // blocks an SM holds: registers capped at 64
 
 template <class I> struct DirectPass {
-    sg::vec16<I> rows[vectors_holding<I>(STATS_WINDOW + 1)];  // the block's rows' pointers
+    // The block's rows' pointers, for the row statistics; then a round's 16-bit row marks.
+    sg::vec16<I> rows[vectors_holding<I>(STATS_WINDOW + 1) > ROUND_ENTRIES<I> / 8 ? vectors_holding<I>(STATS_WINDOW + 1)
+                                                                                   : ROUND_ENTRIES<I> / 8];
     sg::vec16<I> entries[vectors_holding<I>(DIRECT_POINTERS<I>)];  // pointers of the entries' rows
     __align__(16) unsigned bins[STATS_BINS];
     BlockTotals totals;
@@ -1040,15 +1039,48 @@ __device__ __forceinline__ void merge_path_splits(const I* __restrict__ indptr, 
     row[0] = low[0], row[1] = low[1];
 }
 
-// The last index r in [0, rows) with window[r] <= j, given window[0] <= j (else 0): a fixed
-// number of steps without branches, so that a thread's searches for its vectors overlap.
+// The row marks of a round of entries [base, base + ROUND_ENTRIES): 16-bit words, zero but where
+// a row of the window starts, and at 0 (the round's first entry), where they hold the row's index
+// in the window plus one. Every non-empty row of the window that meets the round writes its own
+// mark, so a window's rows need no search: the row of an entry is the largest mark at or before it
+// (a prefix maximum), whatever the rows' lengths and however many are empty. Every thread calls it,
+// between barriers.
 template <class I>
-__device__ __forceinline__ int row_in_window(const I* window, const int rows, const I j) {
-    int r = 0;
+__device__ __forceinline__ void mark_rows(const I* window, const int held, const long long base, const long long end,
+                                          unsigned short* marks) {
+    for (int r = threadIdx.x; r < held - 1; r += STATS_BLOCK) {
+        const long long start = window[r], stop = window[r + 1];
+        if (start < stop && stop > base && start < end) marks[start > base ? int(start - base) : 0] = (unsigned short)(r + 1);
+    }
+}
+
+// The largest of the 16-bit halves of the RUN_ENTRIES marks (packed two a word).
+template <class I>
+__device__ __forceinline__ unsigned largest_mark(const unsigned (&packed)[RUN_ENTRIES<I> / 2]) {
+    unsigned m = packed[0];
 #pragma unroll
-    for (int step = DIRECT_POINTERS<I> / 2; step > 0; step /= 2)
-        r = r + step < rows && window[r + step] <= j ? r + step : r;
-    return r;
+    for (int q = 1; q < RUN_ENTRIES<I> / 2; ++q) m = __vmaxu2(m, packed[q]);
+    return max(m & 0xffff, m >> 16);
+}
+
+// The largest mark before each thread's run in the round (0 if none): an exclusive maximum scan
+// over the block's threads in order, of each thread's largest. Every thread calls it; its barrier
+// also ends every thread's reading of the marks.
+__device__ __forceinline__ unsigned marks_before(const unsigned largest, unsigned long long* scratch) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    unsigned inclusive = largest;
+#pragma unroll
+    for (int offset = 1; offset < 32; offset *= 2) {
+        const unsigned up = __shfl_up_sync(sg::FULL_MASK, inclusive, offset);
+        if (lane >= offset) inclusive = max(inclusive, up);
+    }
+    if (lane == 31) scratch[warp] = inclusive;
+    unsigned before = __shfl_up_sync(sg::FULL_MASK, inclusive, 1);
+    before = lane == 0 ? 0 : before;
+    __syncthreads();
+#pragma unroll
+    for (int w = 0; w < STATS_BLOCK / 32; ++w) before = w < warp ? max(before, unsigned(scratch[w])) : before;
+    return before;
 }
 
 // A grid of one block (the smallest matrices) summarises from its own shared bins and head words
@@ -1117,23 +1149,23 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
     // The entries [e0, e1), a window of pointers at a time, each window's first row a multiple
     // of the pointers in a 16-byte vector (so they are copied as vectors) at or before the first
     // row it has to hold: the row of the first entry not yet counted. A round of the window's
-    // entries gives each thread DIRECT_VECTORS 16-byte vectors of columns: where the block's rows
-    // hold at least RUN_ROW_VECTORS vectors' entries each on average, a run of consecutive vectors
-    // (one search finds the row of its first entry, steps the rows of the others), else vectors
-    // STATS_BLOCK apart (a search each: a run would step through many short or empty rows).
+    // entries gives each thread a run of DIRECT_VECTORS consecutive 16-byte vectors of columns,
+    // all in flight at once; the rows mark where they start in the round (mark_rows), and each
+    // entry's row is the largest mark up to it: the marks before the thread's run (marks_before),
+    // then its own. Per entry that is a maximum and the counts, without branches, whatever the
+    // rows' lengths.
     constexpr int ROW_ALIGN = sg::vec16<I>::N;
-    constexpr long long ROUND_VECTORS = (long long)DIRECT_VECTORS * STATS_BLOCK;
+    constexpr int RUN = RUN_ENTRIES<I>;
+    unsigned short* marks = reinterpret_cast<unsigned short*>(row_storage);
     const bool aligned = reinterpret_cast<unsigned long long>(indices) % 16 == 0;
-    const bool runs = e1 - e0 >= (long long)RUN_ROW_VECTORS * V * (splits[1] - splits[0] + 1);
-    const long long thread_first = runs ? (long long)threadIdx.x * DIRECT_VECTORS : threadIdx.x;
-    const long long stride = runs ? 1 : STATS_BLOCK;  // between a thread's vectors in a round
     Structure<I> s;
     I columns[DIRECT_VECTORS][V];
-    // The columns of the thread's vectors from `first` on, within the entries [lo, hi).
-    const auto load_round = [&](const long long first, const long long lo, const long long hi) {
+    // The columns of the thread's run in the round from entry `base` (a multiple of V), within the
+    // entries [lo, hi).
+    const auto load_run = [&](const long long base, const long long lo, const long long hi) {
 #pragma unroll
         for (int u = 0; u < DIRECT_VECTORS; ++u) {
-            const long long e = (first + u * stride) * V;
+            const long long e = base + (long long)(threadIdx.x * DIRECT_VECTORS + u) * V;
             if (e >= hi) continue;
             if (aligned && e + V <= nnz) {
                 load_vector(indices + e, columns[u]);
@@ -1150,44 +1182,42 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
         const long long rows_needed = (splits[1] < n_rows ? splits[1] + 1 : n_rows) - first_row;
         const bool to_the_end = rows_needed < DIRECT_POINTERS<I> - 1;
         const int held = rows_needed < 1 ? 2 : to_the_end ? int(rows_needed) + 1 : DIRECT_POINTERS<I>;
-        __syncthreads();  // every thread is done with the previous window
+        __syncthreads();  // every thread is done with the previous window and its marks
         load_pointers<I, DIRECT_POINTERS<I>>(indptr, first_row, held, entry_storage);
         // A window to the block's last row holds the entries [next, e1) of a valid indptr: their
         // first round's columns are in flight with the pointers.
-        if (to_the_end) load_round(next / V + thread_first, next, e1);
+        if (to_the_end) load_run(next / V * V, next, e1);
         copy_to_shared_wait();
         __syncthreads();
         const long long lo = next > (long long)window[0] ? next : (long long)window[0];
         const long long hi = e1 < (long long)window[held - 1] ? e1 : (long long)window[held - 1];
         bool loaded = to_the_end && lo == next && hi == e1;  // (else a corrupt indptr: loaded again)
-        const long long end_vector = (hi + V - 1) / V;
-        for (long long first = lo / V + thread_first; first < end_vector; first += ROUND_VECTORS) {
-            if (!loaded) load_round(first, lo, hi);
+        const I row_base = I(first_row);  // (entries and rows fit I)
+        for (long long base = lo / V * V; base < hi; base += ROUND_ENTRIES<I>) {
+            if (!loaded) load_run(base, lo, hi);
             loaded = false;
-            // Entries and rows in I from here (both fit it); a vector's entries [k_from, k_to).
-            const I row_base = I(first_row);
-            int r = 0;
-            I row_end = 0;
+            if (base != lo / V * V) __syncthreads();  // every thread is done with the previous round's marks
+            for (int q = threadIdx.x; q < ROUND_ENTRIES<I> / 8; q += STATS_BLOCK)
+                reinterpret_cast<uint4*>(marks)[q] = uint4{0, 0, 0, 0};
+            __syncthreads();
+            const long long end = hi - base < ROUND_ENTRIES<I> ? hi : base + ROUND_ENTRIES<I>;
+            mark_rows(window, held, base, end, marks);
+            __syncthreads();
+            unsigned packed[RUN / 2];
 #pragma unroll
-            for (int u = 0; u < DIRECT_VECTORS; ++u) {
-                const long long e = (first + u * stride) * V;
-                if (e >= hi) break;
-                const int k_from = lo > e ? int(lo - e) : 0, k_to = hi - e < V ? int(hi - e) : V;
-                if (u == 0 || !runs) {
-                    r = row_in_window<I>(window, held - 1, I(e) + I(k_from));
-                    row_end = window[r + 1];
-                }
+            for (int q = 0; q < RUN / 4; ++q) {
+                const uint2 words = reinterpret_cast<const uint2*>(marks)[threadIdx.x * (RUN / 4) + q];
+                packed[2 * q] = words.x, packed[2 * q + 1] = words.y;
+            }
+            unsigned row = marks_before(largest_mark<I>(packed), totals.scratch[0]);
+            // The run's entries [from, to) are the round's in [lo, end).
+            const long long run_first = base + (long long)threadIdx.x * RUN;
+            const int from = lo <= run_first ? 0 : lo - run_first < RUN ? int(lo - run_first) : RUN;
+            const int to = end <= run_first ? 0 : end - run_first < RUN ? int(end - run_first) : RUN;
 #pragma unroll
-                for (int k = 0; k < V; ++k) {
-                    if (k < k_from || k >= k_to) continue;
-                    const I j = I(e) + I(k);
-                    if (row_end <= j) {  // the next row, else a search past it
-                        ++r;
-                        if (window[r + 1] <= j) r = window_gallop(window, r + 1, held - 1, j);
-                        row_end = window[r + 1];
-                    }
-                    s.count(columns[u][k] - (row_base + I(r)));
-                }
+            for (int i = 0; i < RUN; ++i) {
+                row = max(row, (packed[i / 2] >> (16 * (i % 2))) & 0xffff);
+                s.count(columns[i / V][i % V] - (row_base + I(row) - I(1)), i >= from && i < to);
             }
         }
         if (hi >= e1 || hi < lo) break;  // (hi < lo: a corrupt indptr)

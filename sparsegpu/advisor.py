@@ -13,8 +13,8 @@ the record straight into pinned host memory, and zeroes the buffer for the next 
 DIRECT_MAX_ENTRIES entries that is one launch, ``csr_stats_direct``: a block takes a run of rows
 for the row statistics and a stretch of the merge path of rows and entries for the structure
 (so a long row or a run of empty rows loads no block more than another; each thread a run of
-consecutive column vectors where the rows average at least a vector's entries, one row search a
-run), and the last block to finish summarises (the smallest, up to SINGLE_BLOCK_ITEMS rows plus
+consecutive column vectors, every entry's row found from marks the rows leave at their first
+entries, without a search), and the last block to finish summarises (the smallest, up to SINGLE_BLOCK_ITEMS rows plus
 entries, on one block that summarises its own shared bins). When every row is shorter than 128
 entries one warp summarises, with shuffles and one round trip of loads. Larger matrices take
 ``csr_stats`` (tiles of rows whose pointers a block holds in shared memory, entries past a work
