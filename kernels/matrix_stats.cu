@@ -1001,6 +1001,7 @@ template <class I> struct DirectPass {
     sg::vec16<I> entries[vectors_holding<I>(DIRECT_POINTERS<I>)];  // pointers of the entries' rows
     __align__(16) unsigned bins[STATS_BINS];
     BlockTotals totals;
+    unsigned warp_marks[STATS_BLOCK / 32];  // marks_before's, apart from the totals' scratch the merge writes
 };
 
 // Where the merge path of the row ends (indptr[1..n_rows]) and the entries (0 .. nnz) crosses
@@ -1066,7 +1067,7 @@ __device__ __forceinline__ unsigned largest_mark(const unsigned (&packed)[RUN_EN
 // The largest mark before each thread's run in the round (0 if none): an exclusive maximum scan
 // over the block's threads in order, of each thread's largest. Every thread calls it; its barrier
 // also ends every thread's reading of the marks.
-__device__ __forceinline__ unsigned marks_before(const unsigned largest, unsigned long long* scratch) {
+__device__ __forceinline__ unsigned marks_before(const unsigned largest, unsigned* scratch) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     unsigned inclusive = largest;
 #pragma unroll
@@ -1079,7 +1080,7 @@ __device__ __forceinline__ unsigned marks_before(const unsigned largest, unsigne
     before = lane == 0 ? 0 : before;
     __syncthreads();
 #pragma unroll
-    for (int w = 0; w < STATS_BLOCK / 32; ++w) before = w < warp ? max(before, unsigned(scratch[w])) : before;
+    for (int w = 0; w < STATS_BLOCK / 32; ++w) before = w < warp ? max(before, scratch[w]) : before;
     return before;
 }
 
@@ -1126,7 +1127,7 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
         SummaryShared summary;
     } shared;
     __shared__ bool last_block;
-    auto& [row_storage, entry_storage, bins, totals] = shared.pass;
+    auto& [row_storage, entry_storage, bins, totals, warp_marks] = shared.pass;
     const I* row_window = reinterpret_cast<const I*>(row_storage);
     const I* window = reinterpret_cast<const I*>(entry_storage);
     clear_bins(bins);
@@ -1196,7 +1197,7 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
         for (long long base = lo / V * V; base < hi; base += ROUND_ENTRIES<I>) {
             if (!loaded) load_run(base, lo, hi);
             loaded = false;
-            if (base != lo / V * V) __syncthreads();  // every thread is done with the previous round's marks
+            // (The previous round's marks were read before marks_before's barrier.)
             for (int q = threadIdx.x; q < ROUND_ENTRIES<I> / 8; q += STATS_BLOCK)
                 reinterpret_cast<uint4*>(marks)[q] = uint4{0, 0, 0, 0};
             __syncthreads();
@@ -1209,7 +1210,7 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
                 const uint2 words = reinterpret_cast<const uint2*>(marks)[threadIdx.x * (RUN / 4) + q];
                 packed[2 * q] = words.x, packed[2 * q + 1] = words.y;
             }
-            unsigned row = marks_before(largest_mark<I>(packed), totals.scratch[0]);
+            unsigned row = marks_before(largest_mark<I>(packed), warp_marks);
             // The run's entries [from, to) are the round's in [lo, end).
             const long long run_first = base + (long long)threadIdx.x * RUN;
             const int from = lo <= run_first ? 0 : lo - run_first < RUN ? int(lo - run_first) : RUN;
