@@ -974,12 +974,14 @@ stats_summary(unsigned long long* __restrict__ counters, unsigned long long* __r
 //    narrows 256-fold a step (every thread probes at once: one round trip a step), holds
 //    DIRECT_POINTERS pointers from its first row on in shared memory (the first round of columns
 //    in flight with them; rows past them: the next window of pointers), and each thread takes a
-//    run of DIRECT_VECTORS consecutive whole 16-byte vectors of columns, all in flight at once.
+//    run of consecutive whole 16-byte vectors of columns, all in flight at once: as many as spread
+//    the block's entries over its threads, up to DIRECT_VECTORS (a round), so that a block of a
+//    few entries has short runs and one of many takes them in one round trip.
 //    The rows find their entries, not the entries their rows: every non-empty row marks its first
 //    entry in the round (mark_rows), and an entry's row is the largest mark up to it, a maximum
 //    scan over the block (marks_before) and then along the thread's run. That costs a few
 //    barriers a round and, per entry, a maximum and the counts without a branch, however long,
-//    short or empty the rows are (searching and stepping rows per entry cost 2-4 us more at
+//    short or empty the rows are (searching and stepping rows per entry cost 1-4 us more at
 //    1K-490K rows on an H200, asv_benchmarks/RESULTS.md, eleventh session).
 // The last block to finish (a ticket taken after every block's atomics) summarises the buffer
 // into the record as stats_summary would, unless `record` is null (the buffer is then left as
@@ -988,8 +990,10 @@ stats_summary(unsigned long long* __restrict__ counters, unsigned long long* __r
 // H200 (asv_benchmarks/RESULTS.md, eighth and ninth sessions): faster than csr_stats with
 // stats_summary on power-law graphs at every size, on a par up to about 1M entries of regular rows.
 template <class I> constexpr int DIRECT_POINTERS = 8192 / sizeof(I);  // 8 KiB of pointers
-constexpr int DIRECT_VECTORS = 4;  // 16-byte vectors of columns a thread loads at once
-// A round's entries, and a thread's (its run: DIRECT_VECTORS consecutive vectors).
+// 16-byte vectors of columns a thread loads at once, at most: a block takes as many a thread as
+// its entries need, so that a few entries spread over every thread and many take one round.
+constexpr int DIRECT_VECTORS = 6;
+// A round's entries and a thread's (its run of consecutive vectors), at most.
 template <class I> constexpr int ROUND_ENTRIES = DIRECT_VECTORS * STATS_BLOCK * STATS_VECTOR<I>;
 template <class I> constexpr int RUN_ENTRIES = DIRECT_VECTORS * STATS_VECTOR<I>;
 constexpr int DIRECT_MIN_BLOCKS = 4;  // blocks an SM holds: registers capped at 64
@@ -1055,12 +1059,15 @@ __device__ __forceinline__ void mark_rows(const I* window, const int held, const
     }
 }
 
-// The largest of the 16-bit halves of the RUN_ENTRIES marks (packed two a word).
+// The largest of the 16-bit halves of a run's `run` marks (packed two a word; run even).
 template <class I>
-__device__ __forceinline__ unsigned largest_mark(const unsigned (&packed)[RUN_ENTRIES<I> / 2]) {
+__device__ __forceinline__ unsigned largest_mark(const unsigned (&packed)[RUN_ENTRIES<I> / 2], const int run) {
     unsigned m = packed[0];
 #pragma unroll
-    for (int q = 1; q < RUN_ENTRIES<I> / 2; ++q) m = __vmaxu2(m, packed[q]);
+    for (int q = 1; q < RUN_ENTRIES<I> / 2; ++q) {
+        if (2 * q >= run) break;
+        m = __vmaxu2(m, packed[q]);
+    }
     return max(m & 0xffff, m >> 16);
 }
 
@@ -1150,13 +1157,19 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
     // The entries [e0, e1), a window of pointers at a time, each window's first row a multiple
     // of the pointers in a 16-byte vector (so they are copied as vectors) at or before the first
     // row it has to hold: the row of the first entry not yet counted. A round of the window's
-    // entries gives each thread a run of DIRECT_VECTORS consecutive 16-byte vectors of columns,
+    // entries gives each thread a run of `vectors` consecutive 16-byte vectors of columns,
     // all in flight at once; the rows mark where they start in the round (mark_rows), and each
     // entry's row is the largest mark up to it: the marks before the thread's run (marks_before),
     // then its own. Per entry that is a maximum and the counts, without branches, whatever the
     // rows' lengths.
     constexpr int ROW_ALIGN = sg::vec16<I>::N;
-    constexpr int RUN = RUN_ENTRIES<I>;
+    // Vectors a thread takes: as many as the block's entries need (so that a few entries spread
+    // over every thread: shorter runs), up to DIRECT_VECTORS.
+    const long long block_vectors = (e1 - e0 + V - 1) / V + 1;  // (+1: a run may start mid-vector)
+    const int vectors = block_vectors >= (long long)DIRECT_VECTORS * STATS_BLOCK
+                            ? DIRECT_VECTORS
+                            : int((block_vectors + STATS_BLOCK - 1) / STATS_BLOCK);
+    const int run = vectors * V, round_entries = run * STATS_BLOCK;
     unsigned short* marks = reinterpret_cast<unsigned short*>(row_storage);
     const bool aligned = reinterpret_cast<unsigned long long>(indices) % 16 == 0;
     Structure<I> s;
@@ -1166,7 +1179,8 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
     const auto load_run = [&](const long long base, const long long lo, const long long hi) {
 #pragma unroll
         for (int u = 0; u < DIRECT_VECTORS; ++u) {
-            const long long e = base + (long long)(threadIdx.x * DIRECT_VECTORS + u) * V;
+            if (u == vectors) break;
+            const long long e = base + (long long)(threadIdx.x * vectors + u) * V;
             if (e >= hi) continue;
             if (aligned && e + V <= nnz) {
                 load_vector(indices + e, columns[u]);
@@ -1194,29 +1208,30 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
         const long long hi = e1 < (long long)window[held - 1] ? e1 : (long long)window[held - 1];
         bool loaded = to_the_end && lo == next && hi == e1;  // (else a corrupt indptr: loaded again)
         const I row_base = I(first_row);  // (entries and rows fit I)
-        for (long long base = lo / V * V; base < hi; base += ROUND_ENTRIES<I>) {
+        for (long long base = lo / V * V; base < hi; base += round_entries) {
             if (!loaded) load_run(base, lo, hi);
             loaded = false;
             // (The previous round's marks were read before marks_before's barrier.)
-            for (int q = threadIdx.x; q < ROUND_ENTRIES<I> / 8; q += STATS_BLOCK)
+            for (int q = threadIdx.x; q < round_entries / 8; q += STATS_BLOCK)
                 reinterpret_cast<uint4*>(marks)[q] = uint4{0, 0, 0, 0};
             __syncthreads();
-            const long long end = hi - base < ROUND_ENTRIES<I> ? hi : base + ROUND_ENTRIES<I>;
+            const long long end = hi - base < round_entries ? hi : base + round_entries;
             mark_rows(window, held, base, end, marks);
             __syncthreads();
-            unsigned packed[RUN / 2];
+            unsigned packed[RUN_ENTRIES<I> / 2];
 #pragma unroll
-            for (int q = 0; q < RUN / 4; ++q) {
-                const uint2 words = reinterpret_cast<const uint2*>(marks)[threadIdx.x * (RUN / 4) + q];
-                packed[2 * q] = words.x, packed[2 * q + 1] = words.y;
+            for (int q = 0; q < RUN_ENTRIES<I> / 2; ++q) {
+                if (2 * q == run) break;
+                packed[q] = reinterpret_cast<const unsigned*>(marks)[threadIdx.x * (run / 2) + q];
             }
-            unsigned row = marks_before(largest_mark<I>(packed), warp_marks);
+            unsigned row = marks_before(largest_mark<I>(packed, run), warp_marks);
             // The run's entries [from, to) are the round's in [lo, end).
-            const long long run_first = base + (long long)threadIdx.x * RUN;
-            const int from = lo <= run_first ? 0 : lo - run_first < RUN ? int(lo - run_first) : RUN;
-            const int to = end <= run_first ? 0 : end - run_first < RUN ? int(end - run_first) : RUN;
+            const long long run_first = base + (long long)threadIdx.x * run;
+            const int from = lo <= run_first ? 0 : lo - run_first < run ? int(lo - run_first) : run;
+            const int to = end <= run_first ? 0 : end - run_first < run ? int(end - run_first) : run;
 #pragma unroll
-            for (int i = 0; i < RUN; ++i) {
+            for (int i = 0; i < RUN_ENTRIES<I>; ++i) {
+                if (i == run) break;
                 row = max(row, (packed[i / 2] >> (16 * (i % 2))) & 0xffff);
                 s.count(columns[i / V][i % V] - (row_base + I(row) - I(1)), i >= from && i < to);
             }

@@ -120,7 +120,7 @@ STATS_COUNTERS = 48  # words of work counters before the statistics buffer (kern
 #: csr_stats_direct: one launch, no tickets, the summary in its last block) instead of csr_stats and
 #: stats_summary.
 DIRECT_MAX_ENTRIES = 8_000_000
-DIRECT_VECTORS = 4  # kernels/matrix_stats.cu DIRECT_VECTORS: 16-byte vectors of columns a thread loads at once
+DIRECT_VECTORS = 6  # kernels/matrix_stats.cu DIRECT_VECTORS: 16-byte vectors of columns a thread loads at once
 #: 16-byte vectors of columns a thread of csr_stats_direct takes (up to the resident blocks):
 #: fewer make more blocks, each with a shorter walk, but more atomics merging into the head.
 DIRECT_THREAD_VECTORS = 2
