@@ -1044,7 +1044,7 @@ __device__ __forceinline__ void merge_path_splits(const I* __restrict__ indptr, 
     row[0] = low[0], row[1] = low[1];
 }
 
-// The row marks of a round of entries [base, base + ROUND_ENTRIES): 16-bit words, zero but where
+// The row marks of a round of entries [base, end): 16-bit words, zero but where
 // a row of the window starts, and at 0 (the round's first entry), where they hold the row's index
 // in the window plus one. Every non-empty row of the window that meets the round writes its own
 // mark, so a window's rows need no search: the row of an entry is the largest mark at or before it
@@ -1073,7 +1073,9 @@ __device__ __forceinline__ unsigned largest_mark(const unsigned (&packed)[RUN_EN
 
 // The largest mark before each thread's run in the round (0 if none): an exclusive maximum scan
 // over the block's threads in order, of each thread's largest. Every thread calls it; its barrier
-// also ends every thread's reading of the marks.
+// also ends every thread's reading of the marks. One barrier, each thread folding the warp maxima
+// before its own (at most 7): scan.cu's block_exclusive_scan scans them in a warp, at two more
+// barriers, which this latency-bound pass cannot spare.
 __device__ __forceinline__ unsigned marks_before(const unsigned largest, unsigned* scratch) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     unsigned inclusive = largest;
