@@ -113,6 +113,9 @@ constexpr int SUMMARY_OVERFLOW_ROWS = 1024;
 constexpr int QUEUE_WORDS = 4;  // a queue slot: tile, first entry, epoch flag, (padding)
 constexpr unsigned STATS_POLL_NS = 200;
 
+template <bool B> struct Constant {
+    __device__ constexpr operator bool() const { return B; }
+};
 template <class I> struct unsigned_of;
 template <> struct unsigned_of<int> { using type = unsigned; };
 template <> struct unsigned_of<long long> { using type = unsigned long long; };
@@ -169,7 +172,26 @@ __device__ __forceinline__ unsigned long long load_volatile(const unsigned long 
     return *reinterpret_cast<const volatile unsigned long long*>(p);
 }
 
+// The sum of the warp's 32 values (every lane gets it): one instruction.
+__device__ __forceinline__ unsigned warp_total(const unsigned v) {
+#if __CUDA_ARCH__ >= 800
+    return __reduce_add_sync(sg::FULL_MASK, v);
+#else
+    return sg::shfl(sg::subwarp_sum<32>(v), 0);
+#endif
+}
+
 // The largest of the warp's 32 values (every lane gets it).
+__device__ __forceinline__ long long warp_max(const int v) {
+#if __CUDA_ARCH__ >= 800
+    return __reduce_max_sync(sg::FULL_MASK, v);
+#else
+    int m = v;
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) m = max(m, __shfl_xor_sync(sg::FULL_MASK, m, offset));
+    return m;
+#endif
+}
 __device__ __forceinline__ long long warp_max(long long v) {
 #if __CUDA_ARCH__ >= 800
     // One instruction when every length fits 32 bits (always for int32 indptr).
@@ -189,21 +211,25 @@ __device__ __forceinline__ long long warp_max(long long v) {
 // max of |i - j|.
 template <class I> struct Structure {
     using Magnitude = typename unsigned_of<I>::type;
+    static constexpr int SIGN = 8 * sizeof(I) - 1;
     unsigned below = 0, above = 0;
     unsigned long long distance = 0;
     Magnitude band = 0;
-    // An entry at column - row = d (where `counted`: branch-free).
-    __device__ __forceinline__ void count(const I d, const bool counted = true) {
-        below += counted && d < 0;
-        above += counted && d > 0;
-        const Magnitude magnitude = !counted ? Magnitude(0) : d < 0 ? Magnitude(0) - Magnitude(d) : Magnitude(d);
+    // An entry at column - row = d; d = 0 counts nothing here (entries on the diagonal are the
+    // item's entries less those off it), so an entry not to be counted passes 0. Branch-free,
+    // and cheap per entry: below and above are the sign bits of d and -d (|d| < 2^SIGN: both
+    // row and column lie in [0, 2^SIGN)).
+    __device__ __forceinline__ void count(const I d) {
+        below += unsigned(Magnitude(d) >> SIGN);
+        above += unsigned((Magnitude(0) - Magnitude(d)) >> SIGN);
+        const Magnitude magnitude = d < 0 ? Magnitude(0) - Magnitude(d) : Magnitude(d);
         distance += magnitude;
         band = magnitude > band ? magnitude : band;
     }
     // Every lane of the warp calls it; lane 0 adds the warp's counts to totals[0] (below) and
     // totals[1] (above).
     __device__ __forceinline__ void end_item(unsigned long long* totals) {
-        const unsigned warp_below = sg::subwarp_sum<32>(below), warp_above = sg::subwarp_sum<32>(above);
+        const unsigned warp_below = warp_total(below), warp_above = warp_total(above);
         if (threadIdx.x % 32 == 0) totals[0] += warp_below, totals[1] += warp_above;
         below = above = 0;
     }
@@ -314,26 +340,27 @@ template <class I>
 __device__ __forceinline__ void tile_rows_stats(const I* window, const int rows, const long long overflow_capacity,
                                                 unsigned* bins, unsigned long long* __restrict__ out,
                                                 unsigned long long* warp_widths, unsigned long long* warp_longest) {
+    using Magnitude = typename unsigned_of<I>::type;
     const int lane = threadIdx.x % 32;
+    // The warp's slices' widths and longest row, kept by every lane and written once (both at
+    // most the tile's entries, which fit I).
+    Magnitude widths = 0, longest = 0;
     for (int slice = threadIdx.x / 32 * 32; slice < rows; slice += STATS_BLOCK) {
         const int i = slice + lane;
         const bool real = i < rows;
-        const long long length = real ? (long long)window[i + 1] - (long long)window[i] : 0;
+        // (Lengths fit I, as the pointers do; one instruction for the width where I is 32-bit.)
+        const I length = real ? window[i + 1] - window[i] : I(0);
         const long long width = warp_max(length);
-        if (lane == 0) {
-            const int warp = threadIdx.x / 32;
-            warp_widths[warp] += (unsigned long long)width;
-            // (A negative width only comes from a corrupt indptr; it does not count as longest.)
-            const unsigned long long longest = width < 0 ? 0 : (unsigned long long)width;
-            warp_longest[warp] = longest > warp_longest[warp] ? longest : warp_longest[warp];
-        }
+        widths += Magnitude(width);
+        // (A negative width only comes from a corrupt indptr; it does not count as longest.)
+        longest = width > (long long)longest ? Magnitude(width) : longest;
         // The unsigned comparison also sends a negative length (a corrupt indptr) to the
         // overflow list, never outside the shared bins.
-        const bool binned = real && (unsigned long long)length < STATS_BINS;
+        const bool binned = real && Magnitude(length) < Magnitude(STATS_BINS);
         const unsigned binning = __ballot_sync(sg::FULL_MASK, binned);
         // A slice of equal lengths (stencils, regular meshes) adds once; otherwise every lane
         // adds its own (colliding lanes serialise only among themselves).
-        const long long lead = sg::shfl(length, 0);
+        const I lead = sg::shfl(length, 0);
         const unsigned alike = __ballot_sync(sg::FULL_MASK, binned && length == lead);
         if (binning && alike == binning) {
             if (lane == 0) atomicAdd(bins + lead, (unsigned)__popc(binning));
@@ -344,8 +371,14 @@ __device__ __forceinline__ void tile_rows_stats(const I* window, const int rows,
         // lengths may hold one long row).
         if (real && !binned) {
             const unsigned long long slot = atomicAdd(out + OUT_OVERFLOW_ROWS, 1ULL);
-            if (slot < (unsigned long long)overflow_capacity) out[OUT_OVERFLOW + slot] = (unsigned long long)length;
+            if (slot < (unsigned long long)overflow_capacity)
+                out[OUT_OVERFLOW + slot] = (unsigned long long)(long long)length;
         }
+    }
+    if (lane == 0) {
+        const int warp = threadIdx.x / 32;
+        warp_widths[warp] += widths;
+        warp_longest[warp] = longest > warp_longest[warp] ? longest : warp_longest[warp];
     }
 }
 
@@ -376,11 +409,7 @@ struct BlockTotals {
 template <class I>
 __device__ __forceinline__ unsigned long long block_head_word(const Structure<I>& s, BlockTotals& totals) {
     const unsigned long long distance = sg::subwarp_sum<32>(s.distance);
-    unsigned long long band = s.band;
-    for (int offset = 16; offset > 0; offset /= 2) {
-        const unsigned long long other = sg::shfl_down(band, offset);
-        band = other > band ? other : band;
-    }
+    const unsigned long long band = warp_max((long long)s.band);  // (|i - j| < 2^63)
     const int warp = threadIdx.x / 32;
     if (threadIdx.x % 32 == 0) totals.scratch[0][warp] = distance, totals.scratch[1][warp] = band;
     __syncthreads();
@@ -1011,34 +1040,45 @@ template <class I> struct DirectPass {
 // Where the merge path of the row ends (indptr[1..n_rows]) and the entries (0 .. nnz) crosses
 // diagonals d[0] and d[1] (rows + entries): the rows ended before it, the first p in
 // [max(0, d - nnz), min(d, n_rows)) with indptr[p + 1] > d - p - 1 (else min(d, n_rows)); the
-// entries before it are d - p. By the whole block, both at once: each step every thread probes
-// both (a round trip a step), narrowing each range 256-fold. (A corrupt indptr gives some split
-// in range.)
+// entries before it are d - p. By the whole block, both at once, a round trip a step: every
+// thread probes both. The first step probes the STATS_BLOCK rows around where the mean row
+// length puts the split: if the rows are alike (meshes, stencils, uniform random rows: off by
+// about the square root of the rows) that finds it, in one step instead of one for each
+// 256-fold narrowing of the range; if not, it narrows the range to one side and the steps
+// after it to every STATS_BLOCK-th row, then every step-th, ... (A corrupt indptr gives some
+// split in range.)
 template <class I>
 __device__ __forceinline__ void merge_path_splits(const I* __restrict__ indptr, const long long n_rows,
                                                   const long long nnz, const long long (&d)[2], long long (&row)[2]) {
-    long long low[2], high[2];
+    long long low[2], high[2], start[2], step[2] = {1, 1};
+    const double rows_per_item = double(n_rows) / double(n_rows + nnz);
 #pragma unroll
-    for (int q = 0; q < 2; ++q) low[q] = d[q] > nnz ? d[q] - nnz : 0, high[q] = d[q] < n_rows ? d[q] : n_rows;
+    for (int q = 0; q < 2; ++q) {
+        low[q] = d[q] > nnz ? d[q] - nnz : 0, high[q] = d[q] < n_rows ? d[q] : n_rows;
+        start[q] = (long long)(double(d[q]) * rows_per_item) - STATS_BLOCK / 2;
+        start[q] = start[q] < high[q] - STATS_BLOCK ? start[q] : high[q] - STATS_BLOCK;
+        start[q] = start[q] > low[q] ? start[q] : low[q];
+    }
     while (high[0] > low[0] || high[1] > low[1]) {
-        long long step[2];
         bool ended[2];
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
-            step[q] = (high[q] - low[q] + STATS_BLOCK - 1) / STATS_BLOCK;
-            const long long probe = low[q] + threadIdx.x * step[q];
+            const long long probe = start[q] + threadIdx.x * step[q];
             ended[q] = probe < high[q] && (long long)sg::ldg(indptr + probe + 1) <= d[q] - probe - 1;
         }
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
+            // The probes before the at-th ended a row, the at-th (if any, and in range) did not.
             const int at = __syncthreads_count(ended[q]);
             if (at == 0) {
-                high[q] = low[q];
+                high[q] = start[q];
             } else {
-                const long long past = low[q] + at * step[q];
-                low[q] += (at - 1) * step[q] + 1;
+                const long long past = at < STATS_BLOCK ? start[q] + at * step[q] : high[q];
+                low[q] = start[q] + (at - 1) * step[q] + 1;
                 high[q] = past < high[q] ? past : high[q];
             }
+            step[q] = (high[q] - low[q] + STATS_BLOCK - 1) / STATS_BLOCK;
+            start[q] = low[q];
         }
     }
     row[0] = low[0], row[1] = low[1];
@@ -1071,26 +1111,21 @@ __device__ __forceinline__ unsigned largest_mark(const unsigned (&packed)[RUN_EN
     return max(m & 0xffff, m >> 16);
 }
 
-// The largest mark before each thread's run in the round (0 if none): an exclusive maximum scan
-// over the block's threads in order, of each thread's largest. Every thread calls it; its barrier
-// also ends every thread's reading of the marks. One barrier, each thread folding the warp maxima
-// before its own (at most 7): scan.cu's block_exclusive_scan scans them in a warp, at two more
-// barriers, which this latency-bound pass cannot spare.
+// The largest mark before each thread's run in the round (0 if none): an exclusive maximum over
+// the block's threads in order, of each thread's largest. The marks grow along the round (a row's
+// index in the window), so that is the largest of the last thread before with any mark: found in
+// the warp by a ballot, and over the warps before by one reduction of their largest. Every thread
+// calls it; its barrier also ends every thread's reading of the marks. (For a corrupt indptr the
+// marks need not grow: an entry then gets some row of the window, still in range.)
 __device__ __forceinline__ unsigned marks_before(const unsigned largest, unsigned* scratch) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    unsigned inclusive = largest;
-#pragma unroll
-    for (int offset = 1; offset < 32; offset *= 2) {
-        const unsigned up = __shfl_up_sync(sg::FULL_MASK, inclusive, offset);
-        if (lane >= offset) inclusive = max(inclusive, up);
-    }
-    if (lane == 31) scratch[warp] = inclusive;
-    unsigned before = __shfl_up_sync(sg::FULL_MASK, inclusive, 1);
-    before = lane == 0 ? 0 : before;
+    const unsigned marked = __ballot_sync(sg::FULL_MASK, largest != 0) & ((1u << lane) - 1);
+    const unsigned from_lane = __shfl_sync(sg::FULL_MASK, largest, marked ? 31 - __clz(marked) : 0);
+    const unsigned warp_largest = __reduce_max_sync(sg::FULL_MASK, largest);
+    if (lane == 0) scratch[warp] = warp_largest;
     __syncthreads();
-#pragma unroll
-    for (int w = 0; w < STATS_BLOCK / 32; ++w) before = w < warp ? max(before, scratch[w]) : before;
-    return before;
+    const unsigned earlier = __reduce_max_sync(sg::FULL_MASK, lane < warp ? scratch[lane % (STATS_BLOCK / 32)] : 0u);
+    return marked ? from_lane : earlier;
 }
 
 // A grid of one block (the smallest matrices) summarises from its own shared bins and head words
@@ -1227,16 +1262,23 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
                 packed[q] = reinterpret_cast<const unsigned*>(marks)[threadIdx.x * (run / 2) + q];
             }
             unsigned row = marks_before(largest_mark<I>(packed, run), warp_marks);
-            // The run's entries [from, to) are the round's in [lo, end).
-            const long long run_first = base + (long long)threadIdx.x * run;
-            const int from = lo <= run_first ? 0 : lo - run_first < run ? int(lo - run_first) : run;
-            const int to = end <= run_first ? 0 : end - run_first < run ? int(end - run_first) : run;
+            // The run's entries [from, to) are the round's in [lo, end): all of them but in the
+            // threads at the round's ends, which count the others as 0.
+            const int run_first = threadIdx.x * run;  // (offsets from base)
+            const int lo_offset = lo > base ? int(lo - base) : 0, end_offset = int(end - base);
+            const int from = min(max(lo_offset - run_first, 0), run), to = min(max(end_offset - run_first, 0), run);
+            const I row_before = row_base - I(1);  // (the marks are the window's rows plus one)
+            const auto count_run = [&](const auto whole) {
 #pragma unroll
-            for (int i = 0; i < RUN_ENTRIES<I>; ++i) {
-                if (i == run) break;
-                row = max(row, (packed[i / 2] >> (16 * (i % 2))) & 0xffff);
-                s.count(columns[i / V][i % V] - (row_base + I(row) - I(1)), i >= from && i < to);
-            }
+                for (int i = 0; i < RUN_ENTRIES<I>; ++i) {
+                    if (i == run) break;
+                    row = max(row, (packed[i / 2] >> (16 * (i % 2))) & 0xffff);
+                    const I d = columns[i / V][i % V] - (row_before + I(row));
+                    s.count(whole || (i >= from && i < to) ? d : I(0));
+                }
+            };
+            if (from == 0 && to == run) count_run(Constant<true>{});
+            else count_run(Constant<false>{});
         }
         if (hi >= e1 || hi < lo) break;  // (hi < lo: a corrupt indptr)
         next = hi;

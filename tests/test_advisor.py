@@ -471,7 +471,8 @@ def structure_cases(rng) -> dict[str, sp.csr_array]:
     every tile handing on chunks, entry counts off the item and the piece, trailing empty rows,
     tiles mixing rows walked by a thread (under 32 entries in a piece) with rows shared by the
     block in 32-entry segments, rows of equal even lengths (the walks' skew), rows ending exactly
-    at piece ends followed by empty rows."""
+    at piece ends followed by empty rows; and rows far from their mean length, a drift that
+    csr_stats_direct's guessed windows miss."""
     mixed = np.concatenate([rng.integers(0, 11, 3000), rng.integers(20, 41, 1500), rng.integers(100, 5000, 60)])
     rng.shuffle(mixed)
     at_piece_ends = np.zeros(6000, np.int64)
@@ -483,7 +484,13 @@ def structure_cases(rng) -> dict[str, sp.csr_array]:
     long_rows[[10, 4000, 8999]] = 3 * 16384 + 11, 16384, 2 * 8192 + 1
     very_long = rng.integers(0, 3, 50_000)
     very_long[31_337] = 3_000_000
+    # Rows unlike their mean (csr_stats_direct guesses a block's rows from it): the split falls
+    # before, inside and past the guessed window of pointers, by a little and by a lot.
+    drifting = np.concatenate([np.full(60_000, 9), np.full(60_000, 1)])
     return {
+        "long rows, then short ones": from_lengths(drifting, 3000, rng),
+        "short rows, then long ones": from_lengths(drifting[::-1].copy(), 3000, rng),
+        "rows growing with the index": from_lengths(np.arange(120_000) // 8000, 3000, rng),
         "few entries among 300000 rows": from_lengths(sparse_rows, 50_000, rng),
         "items end at row ends": from_lengths(around_items, 5000, rng),
         "rows longer than an item": from_lengths(long_rows, 5 * 16384, rng),
