@@ -1005,9 +1005,10 @@ stats_summary(unsigned long long* __restrict__ counters, unsigned long long* __r
 //  - and, independently, the items [b * block_items, ...) of the merge path of the rows' ends and
 //    the entries (as in merge-based CSR SpMV) for the structure statistics: at most block_items
 //    entries and rows, so neither a long row nor a run of short or empty rows loads one block more
-//    than another. The block finds where its diagonals cross the path by a search of indptr that
-//    narrows 256-fold a step (every thread probes at once: one round trip a step), holds
-//    DIRECT_POINTERS pointers from its first row on in shared memory (the first round of columns
+//    than another. The block finds where its diagonals cross the path by a search of indptr
+//    (every thread probes at once: one round trip a step) that first probes the rows where the
+//    mean row length puts the crossing (one step for regular rows), then narrows 256-fold a step;
+//    it holds DIRECT_POINTERS pointers from its first row on in shared memory (the first round of columns
 //    in flight with them; rows past them: the next window of pointers), and each thread takes a
 //    run of consecutive whole 16-byte vectors of columns, all in flight at once: as many as spread
 //    the block's entries over its threads, up to DIRECT_VECTORS (a round), so that a block of a
