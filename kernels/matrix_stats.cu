@@ -1128,10 +1128,11 @@ __device__ __forceinline__ unsigned marks_before(const unsigned largest, unsigne
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const unsigned marked = __ballot_sync(sg::FULL_MASK, largest != 0) & ((1u << lane) - 1);
     const unsigned from_lane = __shfl_sync(sg::FULL_MASK, largest, marked ? 31 - __clz(marked) : 0);
-    const unsigned warp_largest = __reduce_max_sync(sg::FULL_MASK, largest);
+    // (Marks are 16-bit: warp_max's int reduction holds them.)
+    const unsigned warp_largest = unsigned(warp_max(int(largest)));
     if (lane == 0) scratch[warp] = warp_largest;
     __syncthreads();
-    const unsigned earlier = __reduce_max_sync(sg::FULL_MASK, lane < warp ? scratch[lane % (STATS_BLOCK / 32)] : 0u);
+    const unsigned earlier = unsigned(warp_max(lane < warp ? int(scratch[lane % (STATS_BLOCK / 32)]) : 0));
     return marked ? from_lane : earlier;
 }
 
