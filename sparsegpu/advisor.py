@@ -28,7 +28,7 @@ the NumPy twin (sparsegpu/reference/stats.py) and summarises it on the host, so 
 give identical statistics. Measured on an H200 (asv_benchmarks/RESULTS.md, twelfth session): at
 most one CSR SpMV call from about 2.5M entries on, on R-MAT graphs of every size measured (scale
 10 to 19: 0.55 to 0.90), and on the small ones (0.87-0.88 at 400 rows, 0.97-1.00 from 1024 to
-10,000 rows and on 300-1000 random rows); 1.01 to 1.08 of it on 2-D Poisson matrices of 90,000 to
+10,000 rows and on 300-1000 random rows); 1.01 to 1.09 of it on 2-D Poisson matrices of 90,000 to
 490,000 rows, where both calls take 21-27 us of launch latency and, past a few hundred thousand
 rows, instruction issue.
 
