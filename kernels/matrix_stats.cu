@@ -165,8 +165,15 @@ __device__ __forceinline__ void copy_to_shared_wait() {
 #endif
 }
 
-// A device-scope acquire-release fence.
-__device__ __forceinline__ void fence_acq_rel_device() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+// A device-scope acquire-release fetch-and-add of 1: a ticket that releases what its thread (and,
+// through a barrier before it, its block) wrote and acquires what the earlier tickets released.
+// One fence and the atomic: a fence, a relaxed atomic and a second fence cost a fence's wait more
+// (0.3 us on an H200).
+__device__ __forceinline__ unsigned long long ticket_acq_rel(unsigned long long* counter) {
+    unsigned long long ticket;
+    asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], 1;" : "=l"(ticket) : "l"(counter) : "memory");
+    return ticket;
+}
 
 __device__ __forceinline__ unsigned long long load_volatile(const unsigned long long* p) {
     return *reinterpret_cast<const volatile unsigned long long*>(p);
@@ -737,10 +744,13 @@ struct BinWalk {
 // The warp summary: when every row is in the first WARP_SUMMARY_BINS bins (none past them: most
 // meshes, stencils and uniform random matrices), one warp makes the same record as the block's
 // summary with shuffles instead of the block's barriers, and its loads go out with the head words
-// that decide it, in one round trip. Lane l takes the WARP_BINS consecutive bins from
-// l * WARP_BINS on.
+// that decide it, in one round trip. It runs alone at the end of the call, so its length is the
+// dependent chain of one warp: the bins go in rounds of 32 consecutive ones, lane l taking bin
+// 32 t + l in round t, so that a round is one scan and every length's words at once (rows of up
+// to 31 entries, most meshes and stencils: one round).
 constexpr int WARP_BINS = 4;
 constexpr int WARP_SUMMARY_BINS = 32 * WARP_BINS;
+constexpr long long NO_COST = 0x7fffffffffffffffLL;  // a width no row has
 
 // The record published to the host by one whole warp: lane w (RECORD_EPOCH < w < RECORD_WORDS)
 // writes `word` as the record's word w where `write`, and then lane RECORD_EPOCH writes the
@@ -767,67 +777,98 @@ __device__ __forceinline__ long long load_now(const unsigned long long* p) {
     return v;
 }
 
-// The warp summary of the bins 0 .. bins - 1 (bins <= WARP_SUMMARY_BINS; `counts` holds the
-// lane's, zero from `bins` on) and, lanes below OUT_BINS, the head's word `lane` (no rows past
-// the bins: its OUT_OVERFLOW_ROWS word is zero). Returns true with the lane's word of the record
-// (publish_record's), or false where the block's summary would leave the head to the host (rows
-// or entries not the matrix's, costs past float64's exact integers). Every lane calls it.
+// The smallest of the warp's 32 values, each in [0, 2^63) (every lane gets it): two
+// instructions, the high halves' minimum and then the low halves' among the lanes that hold it.
+__device__ __forceinline__ long long warp_min(const long long v) {
+#if __CUDA_ARCH__ >= 800
+    const unsigned high = __reduce_min_sync(sg::FULL_MASK, unsigned(v >> 32));
+    const unsigned low = __reduce_min_sync(sg::FULL_MASK, unsigned(v >> 32) == high ? unsigned(v) : 0xffffffffu);
+    return (long long)high << 32 | low;
+#else
+    long long m = v;
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) {
+        const long long other = __shfl_xor_sync(sg::FULL_MASK, m, offset);
+        m = other < m ? other : m;
+    }
+    return m;
+#endif
+}
+
+// The warp summary of the bins 0 .. bins - 1 (bins <= WARP_SUMMARY_BINS; counts[t] holds the
+// lane's bin 32 t + l, zero from `bins` on) and, lanes below OUT_BINS, the head's word `lane` (no
+// rows past the bins: its OUT_OVERFLOW_ROWS word is zero). Returns true with the lane's word of
+// the record (publish_record's), or false where the block's summary would leave the head to the
+// host (rows or entries not the matrix's, costs past float64's exact integers), and for matrices
+// of 2^32 rows or entries or more (their rows and entries are scanned packed in one word). Every
+// lane calls it.
+//  The words are the block's summary's (BinWalk's): below 2^52 (the exactness test) the HYB costs
+// are integers that float64 holds exactly, so they are compared as integers here, the cheapest
+// and, among equal costs, the shortest width winning as there; each quantile's length is the
+// one bin where the rows counted up to it cross its target.
 template <class I>
 __device__ __forceinline__ bool warp_summarise(const long long (&counts)[WARP_BINS], const long long head_word,
                                                const int bins, const SummaryArguments& arguments, long long& word) {
     const auto& [n_rows, nnz, overflow_capacity, epoch, record, limit, hot_rows, value_bytes, target50, target90,
                  target99] = arguments;
     constexpr int index_bytes = sizeof(I);
-    const int lane = threadIdx.x % 32, first_bin = lane * WARP_BINS;
-    long long lane_rows = 0, lane_entries = 0;
-#pragma unroll
-    for (int t = 0; t < WARP_BINS; ++t) lane_rows += counts[t], lane_entries += counts[t] * (first_bin + t);
-    long long rows_to = lane_rows, entries_to = lane_entries;
-#pragma unroll
-    for (int offset = 1; offset < 32; offset *= 2) {
-        const long long up_rows = sg::shfl_up(rows_to, offset), up_entries = sg::shfl_up(entries_to, offset);
-        if (lane >= offset) rows_to += up_rows, entries_to += up_entries;
-    }
-    const long long rows = sg::shfl(rows_to, 31), entries = sg::shfl(entries_to, 31);
-    rows_to -= lane_rows, entries_to -= lane_entries;  // the rows and entries before the lane's bins
+    const int lane = threadIdx.x % 32;
     const double longest = double(bins - 1);
-    const bool exact = double(rows) * (longest * (2 * value_bytes + 3 * index_bytes) + 2 * value_bytes) < 0x1p52 &&
+    const bool exact = double(n_rows) * (longest * (2 * value_bytes + 3 * index_bytes) + 2 * value_bytes) < 0x1p52 &&
                        double(nnz) * longest < 0x1p62;
-    if (!(hot_rows > 0 && rows == n_rows && entries == nnz && exact)) return false;
+    if (!(hot_rows > 0 && n_rows < (1LL << 32) && nnz < (1LL << 32) && exact)) return false;
 
-    // The lane's bins in order, as the block's summary takes each thread's.
-    BinWalk walk{{1, target50, target90, target99}, rows, entries, rows, entries, 0, hot_rows,
-                 limit < bins - 1 ? limit : bins - 1, value_bytes, index_bytes, rows_to, entries_to};
-    long long found[5] = {-1, -1, -1, -1, -1};
+    const long long targets[4] = {1, target50, target90, target99};  // the shortest length's, the quantiles'
+    const long long hot_target = n_rows - hot_rows;  // the hot rows are those counted past it
+    const long long limit_bin = limit < bins - 1 ? limit : bins - 1;
+    const long long slot_bytes = value_bytes + index_bytes, spill_bytes = value_bytes + 2 * index_bytes;
+    long long found[5] = {-1, -1, -1, -1, -1};  // the shortest length, p50, p90, p99; entries in the hot rows
+    long long best_cost = NO_COST, best_width = 0, best_in_ell = 0, long_rows = 0;
+    unsigned long long before = 0, squares = 0;  // rows << 32 | entries in the earlier rounds; the lane's squares
 #pragma unroll
     for (int t = 0; t < WARP_BINS; ++t) {
-        if (first_bin + t >= bins) break;
-        walk.take(first_bin + t, counts[t], found);
-    }
-    Width& best = walk.best;
-    unsigned long long &squares = walk.squares, &long_rows = walk.long_rows;
-    // Over the warp: the cheapest width (its lane's rows and entries up to it from that lane), the
-    // sums, and each found word from the one lane that found it (-1 if none did).
+        if (32 * t >= bins) break;
+        const long long k = 32 * t + lane, count = counts[t];
+        unsigned long long up_to = ((unsigned long long)count << 32) + (unsigned long long)(count * k);
 #pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) {
-        const double cost = __shfl_xor_sync(sg::FULL_MASK, best.cost, offset);
-        const long long length = __shfl_xor_sync(sg::FULL_MASK, best.length, offset);
-        if (cost < best.cost || (cost == best.cost && length < best.length)) best.cost = cost, best.length = length;
-    }
-    const int owner = int(best.length) / WARP_BINS;
-    best.rows_to = sg::shfl(best.rows_to, owner), best.entries_to = sg::shfl(best.entries_to, owner);
-    squares = sg::shfl(sg::subwarp_sum<32>(squares), 0);
-    long_rows = sg::shfl(sg::subwarp_sum<32>(long_rows), 0);
+        for (int offset = 1; offset < 32; offset *= 2) {
+            const unsigned long long up = sg::shfl_up(up_to, offset);
+            if (lane >= offset) up_to += up;
+        }
+        up_to += before;
+        before = sg::shfl(up_to, 31);
+        const long long rows_to = (long long)(up_to >> 32), entries_to = (long long)(up_to & 0xffffffffULL);
+        const long long previous = rows_to - count, over = n_rows - rows_to;
+        squares += (unsigned long long)(count * k * k);
+        // HYB at width k: hyb_cost's terms, as integers.
+        const long long cost = count ? n_rows * k * slot_bytes + (nnz - entries_to - k * over) * spill_bytes +
+                                           over * (2 * value_bytes)
+                                     : NO_COST;
+        const long long round_best = warp_min(cost);
+        if (round_best < best_cost) {  // (an earlier round's equal cost is a shorter width)
+            const int owner = __ffs(__ballot_sync(sg::FULL_MASK, cost == round_best)) - 1;
+            best_cost = round_best, best_width = 32 * t + owner;
+            best_in_ell = sg::shfl(entries_to + k * over, owner);
+        }
 #pragma unroll
-    for (int q = 0; q < 5; ++q) {
-        const unsigned finders = __ballot_sync(sg::FULL_MASK, found[q] >= 0);
-        found[q] = finders ? sg::shfl(found[q], __ffs(finders) - 1) : -1;
+        for (int q = 0; q < 4; ++q) {
+            const unsigned crossing = __ballot_sync(sg::FULL_MASK, previous < targets[q] && targets[q] <= rows_to);
+            if (found[q] < 0 && crossing) found[q] = 32 * t + __ffs(crossing) - 1;
+        }
+        const unsigned hot = __ballot_sync(sg::FULL_MASK, (k == 0 || previous <= hot_target) && rows_to > hot_target);
+        const long long hot_entries = nnz - entries_to + (hot_rows - over) * k;
+        if (found[4] < 0 && hot) found[4] = sg::shfl(hot_entries, __ffs(hot) - 1);
+        if (limit_bin >= 32 * t && limit_bin < 32 * t + 32) long_rows = n_rows - sg::shfl(rows_to, int(limit_bin) % 32);
     }
+    if ((long long)(before >> 32) != n_rows || (long long)(before & 0xffffffffULL) != nnz) return false;
+    // A lane's squares are below 2^48 (rows < 2^32, lengths < 2^7, 4 rounds): summed in two 24-bit halves.
+    const unsigned long long squares_total =
+        ((unsigned long long)warp_total(unsigned(squares >> 24)) << 24) + warp_total(unsigned(squares & 0xffffff));
     // Lane w writes the record's word w, all in one go.
     const long long empty = sg::shfl(counts[0], 0), head_here = sg::shfl(head_word, (lane - RECORD_HEAD) & 31);
     const long long summary[SUMMARY_WORDS] = {
-        found[0], empty, (long long)squares, found[1], found[2], found[3],
-        best.length, best.entries_to + best.length * (rows - best.rows_to), (long long)long_rows, found[4]};
+        found[0], empty, (long long)squares_total, found[1], found[2], found[3],
+        best_width, best_in_ell, long_rows, found[4]};
     word = lane == RECORD_STATUS ? STATUS_SUMMARISED : head_here;
 #pragma unroll
     for (int w = 0; w < SUMMARY_WORDS; ++w)
@@ -848,7 +889,7 @@ __device__ __forceinline__ void summarise(SummaryShared& shared, unsigned long l
     long long warp_counts[WARP_BINS], head_word = 0;
     if (threadIdx.x < 32) {
 #pragma unroll
-        for (int t = 0; t < WARP_BINS; ++t) warp_counts[t] = load_now(out + OUT_BINS + lane * WARP_BINS + t);
+        for (int t = 0; t < WARP_BINS; ++t) warp_counts[t] = load_now(out + OUT_BINS + 32 * t + lane);
         if (lane < OUT_BINS) head_word = load_now(out + lane);
     }
     const long long overflow_rows = load_now(out + OUT_OVERFLOW_ROWS);
@@ -858,7 +899,7 @@ __device__ __forceinline__ void summarise(SummaryShared& shared, unsigned long l
         const int bins = int(longest) + 1;
 #pragma unroll
         for (int t = 0; t < WARP_BINS; ++t)
-            if (lane * WARP_BINS + t >= bins) warp_counts[t] = 0;
+            if (32 * t + lane >= bins) warp_counts[t] = 0;
         long long word;
         if (warp_summarise<I>(warp_counts, head_word, bins, arguments, word)) {
             // Ready for the next call, as below.
@@ -1152,7 +1193,7 @@ __device__ __forceinline__ bool summarised_alone(const unsigned long long word, 
         long long counts[WARP_BINS];
 #pragma unroll
         for (int t = 0; t < WARP_BINS; ++t) {
-            const int k = lane * WARP_BINS + t;
+            const int k = 32 * t + lane;
             counts[t] = k < used ? bins[k] : 0;
         }
         long long record_word;
@@ -1302,18 +1343,14 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
     if (record == nullptr) return;
 
     // The last block summarises: every block's atomics are done before its ticket. Thread 0
-    // alone fences, after the barrier (fences are cumulative: the block's atomics that the barrier
-    // ordered before it are released with its ticket, and its acquire is the block's through the
-    // barrier after it, as in cooperative groups' grid sync): a fence in every warp waited for
-    // each warp's atomics to land (10% of the pass's stall samples at 490K rows, H200). Message
-    // passing needs acquire-release fences only; __threadfence's sequentially consistent one
+    // alone takes it, after the barrier (release is cumulative: the block's atomics that the
+    // barrier ordered before it are released with the ticket, and its acquire is the block's
+    // through the barrier after it, as in cooperative groups' grid sync): a fence in every warp
+    // waited for each warp's atomics to land (10% of the pass's stall samples at 490K rows, H200).
+    // Message passing needs acquire-release only; __threadfence's sequentially consistent fence
     // costs more.
     __syncthreads();
-    if (threadIdx.x == 0) {
-        fence_acq_rel_device();
-        last_block = atomicAdd(counters + COUNTER_TILES_DONE, 1ULL) == (unsigned long long)gridDim.x - 1;
-        if (last_block) fence_acq_rel_device();
-    }
+    if (threadIdx.x == 0) last_block = ticket_acq_rel(counters + COUNTER_TILES_DONE) == gridDim.x - 1ULL;
     __syncthreads();
     if (!last_block) return;
     summarise<I>(shared.summary, counters, out, arguments);
