@@ -795,13 +795,24 @@ __device__ __forceinline__ long long warp_min(const long long v) {
 #endif
 }
 
+// Whether the warp summary takes a matrix whose rows are all in `bins` bins, from its shape alone:
+// not where the block's summary would leave the head to the host (costs past float64's exact
+// integers), nor for 2^32 rows or entries or more (the warp scans them packed in one word).
+template <class I>
+__device__ __forceinline__ bool warp_summary_applies(const int bins, const SummaryArguments& arguments) {
+    const double longest = double(bins - 1);
+    const int value_bytes = arguments.value_bytes, index_bytes = sizeof(I);
+    const bool exact = double(arguments.n_rows) * (longest * (2 * value_bytes + 3 * index_bytes) + 2 * value_bytes) <
+                           0x1p52 && double(arguments.nnz) * longest < 0x1p62;
+    return arguments.hot_rows > 0 && arguments.n_rows < (1LL << 32) && arguments.nnz < (1LL << 32) && exact;
+}
+
 // The warp summary of the bins 0 .. bins - 1 (bins <= WARP_SUMMARY_BINS; counts[t] holds the
 // lane's bin 32 t + l, zero from `bins` on) and, lanes below OUT_BINS, the head's word `lane` (no
 // rows past the bins: its OUT_OVERFLOW_ROWS word is zero). Returns true with the lane's word of
-// the record (publish_record's), or false where the block's summary would leave the head to the
-// host (rows or entries not the matrix's, costs past float64's exact integers), and for matrices
-// of 2^32 rows or entries or more (their rows and entries are scanned packed in one word). Every
-// lane calls it.
+// the record (publish_record's), or false where it does not apply (warp_summary_applies) or the
+// bins are not the matrix's rows and entries (where the block's summary, too, leaves the head to
+// the host). Every lane calls it.
 //  The words are the block's summary's (BinWalk's): below 2^52 (the exactness test) the HYB costs
 // are integers that float64 holds exactly, so they are compared as integers here, the cheapest
 // and, among equal costs, the shortest width winning as there; each quantile's length is the
@@ -813,10 +824,7 @@ __device__ __forceinline__ bool warp_summarise(const long long (&counts)[WARP_BI
                  target99] = arguments;
     constexpr int index_bytes = sizeof(I);
     const int lane = threadIdx.x % 32;
-    const double longest = double(bins - 1);
-    const bool exact = double(n_rows) * (longest * (2 * value_bytes + 3 * index_bytes) + 2 * value_bytes) < 0x1p52 &&
-                       double(nnz) * longest < 0x1p62;
-    if (!(hot_rows > 0 && n_rows < (1LL << 32) && nnz < (1LL << 32) && exact)) return false;
+    if (!warp_summary_applies<I>(bins, arguments)) return false;
 
     const long long targets[4] = {1, target50, target90, target99};  // the shortest length's, the quantiles'
     const long long hot_target = n_rows - hot_rows;  // the hot rows are those counted past it
@@ -900,13 +908,25 @@ __device__ __forceinline__ void summarise(SummaryShared& shared, unsigned long l
 #pragma unroll
         for (int t = 0; t < WARP_BINS; ++t)
             if (32 * t + lane >= bins) warp_counts[t] = 0;
+        if (!warp_summary_applies<I>(bins, arguments)) {
+            publish_record(record, lane == RECORD_STATUS, STATUS_HEAD_KEPT, epoch);
+            return;
+        }
+        // Ready for the next call (as below) while the summary is made: the warp holds every word
+        // it reads, and the stores have landed by the time the record's fence waits for them.
+        for (int w = lane; w < STATS_COUNTERS; w += 32) counters[w] = 0;
+        for (int w = lane; w < OUT_BINS + bins; w += 32) out[w] = 0;
         long long word;
         if (warp_summarise<I>(warp_counts, head_word, bins, arguments, word)) {
-            // Ready for the next call, as below.
-            for (int w = lane; w < STATS_COUNTERS; w += 32) counters[w] = 0;
-            for (int w = lane; w < OUT_BINS + bins; w += 32) out[w] = 0;
             publish_record(record, true, word, epoch);
         } else {
+            // Bins that are not the matrix's rows (its arrays changed after their checks): the
+            // head back as it was, left to the host.
+            __syncwarp();  // (other lanes zeroed these words)
+            if (lane < OUT_BINS) out[lane] = head_word;
+#pragma unroll
+            for (int t = 0; t < WARP_BINS; ++t)
+                if (32 * t + lane < bins) out[OUT_BINS + 32 * t + lane] = warp_counts[t];
             publish_record(record, lane == RECORD_STATUS, STATUS_HEAD_KEPT, epoch);
         }
         return;
@@ -1073,7 +1093,6 @@ constexpr int DIRECT_VECTORS = 6;
 // A round's entries and a thread's (its run of consecutive vectors), at most.
 template <class I> constexpr int ROUND_ENTRIES = DIRECT_VECTORS * STATS_BLOCK * STATS_VECTOR<I>;
 template <class I> constexpr int RUN_ENTRIES = DIRECT_VECTORS * STATS_VECTOR<I>;
-constexpr int DIRECT_MIN_BLOCKS = 4;  // blocks an SM holds: registers capped at 64
 
 template <class I> struct DirectPass {
     // The block's rows' pointers, for the row statistics; then a round's 16-bit row marks.
@@ -1206,8 +1225,11 @@ __device__ __forceinline__ bool summarised_alone(const unsigned long long word, 
     return totals.summarised;
 }
 
-template <class I>
-__global__ void __launch_bounds__(STATS_BLOCK, DIRECT_MIN_BLOCKS)
+// MIN_BLOCKS: the blocks an SM holds (the host's grid picks it, sparsegpu/advisor.py
+// direct_launch): 2 leaves a thread 128 registers (none spilled: 0.5-1.4 us faster on an H200 than
+// 64 at two blocks an SM), 3 leaves 80, 4 fills the SMs for the largest grids with 64.
+template <class I, int MIN_BLOCKS>
+__global__ void __launch_bounds__(STATS_BLOCK, MIN_BLOCKS)
 csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, const long long n_rows,
                  const long long nnz, const int block_rows, const long long block_items,
                  const long long overflow_capacity, unsigned long long* __restrict__ counters,

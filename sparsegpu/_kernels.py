@@ -177,7 +177,7 @@ class PackedLaunch:
     statistics), where packing a dozen Python arguments anew costs more than the kernel runs.
     ``function``: a compiled kernel (:meth:`KernelFile.function`; None holds arguments only, as
     below); ``types``: the ctypes type of each of its parameters, in order (``c_uint64`` for a
-    pointer).
+    pointer). ``arguments`` holds them as ctypes objects: a caller may also set one's ``value``.
 
     >>> import ctypes
     >>> packed = PackedLaunch(None, [ctypes.c_uint64, ctypes.c_int32])

@@ -89,7 +89,7 @@ import operator
 import platform
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,17 +122,22 @@ STATS_COUNTERS = 48  # words of work counters before the statistics buffer (kern
 #: stats_summary.
 DIRECT_MAX_ENTRIES = 8_000_000
 DIRECT_VECTORS = 6  # kernels/matrix_stats.cu DIRECT_VECTORS: 16-byte vectors of columns a thread loads at once
-#: 16-byte vectors of columns a thread of csr_stats_direct takes (up to the resident blocks):
-#: fewer make more blocks, each with a shorter walk, but more atomics merging into the head.
+#: 16-byte vectors of columns a thread of csr_stats_direct takes in the smaller grids
+#: (:func:`direct_launch`): fewer make more blocks, each with a shorter walk, but more atomics
+#: merging into the head.
 DIRECT_THREAD_VECTORS = 2
-DIRECT_BLOCKS_PER_SM = 4  # kernels/matrix_stats.cu DIRECT_MIN_BLOCKS: csr_stats_direct's launch bounds
+#: csr_stats_direct's instantiations by their launch bounds (kernels/matrix_stats.cu MIN_BLOCKS):
+#: the blocks an SM holds, a thread's registers capped at 128, 80 and 64. A grid takes the first
+#: that holds it in one wave (:func:`direct_expression`).
+DIRECT_BLOCKS_PER_SM = (2, 3, 4)
 #: Matrices of at most this many rows plus entries (and at most STATS_WINDOW rows) take
 #: csr_stats_direct on one block, which summarises its own shared bins when its rows are short
 #: (no merge into the buffer, no ticket, no summary loads): a few more rounds of loads on one
 #: block cost less than those round trips.
 SINGLE_BLOCK_ITEMS = 4096
 QUEUE_WORDS = 4  # kernels/matrix_stats.cu QUEUE_WORDS: words per chunk slot
-STATS_KERNELS = KernelFile("matrix_stats.cu", ["csr_stats<{I}>", "stats_summary<{I}>", "csr_stats_direct<{I}>"],
+STATS_KERNELS = KernelFile("matrix_stats.cu", ["csr_stats<{I}>", "stats_summary<{I}>"] +
+                           [f"csr_stats_direct<{{I}}, {blocks}>" for blocks in DIRECT_BLOCKS_PER_SM],
                            value_dtypes=[np.float64])
 CALIBRATION_FILE = Path(__file__).with_name("advisor_calibration.json")
 #: Formats the advisor may recommend for ``A @ x``. CSC is left out: its deterministic
@@ -297,26 +302,51 @@ def _statistics_launch(m: int, nnz: int, index_itemsize: int, slots: int,
             (np.int64(m), np.int64(nnz), np.int32(tile_rows), np.int64(overflow_capacity(nnz)), np.int64(slots)))
 
 
-def direct_launch(m: int, nnz: int, index_itemsize: int, resident: int) -> tuple[int, int, int]:
+def direct_launch(m: int, nnz: int, index_itemsize: int, multiprocessors: int) -> tuple[int, int, int]:
     """``csr_stats_direct``'s grid, rows per block for the row statistics (a multiple of 32, at
     most STATS_WINDOW), and items per block along the merge path of the rows' ends and the
     entries (``m + nnz`` items) for the structure statistics, for a matrix of ``m > 0`` rows and
-    ``nnz`` entries: a block for each DIRECT_THREAD_VECTORS 16-byte vectors of columns a thread,
-    up to the ``resident`` blocks (then blocks take more), and at least enough for the rows; one
-    block up to SINGLE_BLOCK_ITEMS items and STATS_WINDOW rows.
+    ``nnz`` entries on a device of ``multiprocessors`` SMs; one block up to SINGLE_BLOCK_ITEMS
+    items and STATS_WINDOW rows.
+    A small matrix spreads over the SMs, a block for each DIRECT_THREAD_VECTORS 16-byte vectors
+    of columns a thread. Past two such blocks an SM, every SM takes the same number of blocks
+    (a grid that fills them unevenly waits for the fullest), from 2 up to the fullest
+    instantiation's (DIRECT_BLOCKS_PER_SM), as many as the matrix makes rounds of DIRECT_VECTORS
+    vectors a thread an SM, rounded: where the pass is issue-bound, fewer and fuller blocks cost
+    less per block's work, up to about one full round a block (on an H200, 2-D Poisson of
+    250,000 rows took 11.8 us on 264 blocks against 13.4 on 528; of 360,000 rows 13.3 on 396
+    against 15.3 on 264; of 490,000 rows 16.0 on 528 against 17.9 on 396: asv_benchmarks/RESULTS.md,
+    thirteenth session). At least enough blocks for the rows (then a block takes more).
 
-    >>> direct_launch(400, 1920, 4, 528), direct_launch(1024, 4992, 4, 528), direct_launch(90_000, 448_800, 4, 528)
+    >>> direct_launch(400, 1920, 4, 132), direct_launch(1024, 4992, 4, 132), direct_launch(90_000, 448_800, 4, 132)
     ((1, 416, 2320), (3, 352, 2006), (264, 352, 2041))
-    >>> direct_launch(3_000_000, 3_000_000, 8, 528)  # the rows need more blocks
+    >>> [direct_launch(n * n, 5 * n * n - 4 * n, 4, 132)[0] for n in (500, 600, 700)]
+    [264, 396, 528]
+    >>> direct_launch(3_000_000, 3_000_000, 8, 132)  # the rows need more blocks
     (1489, 2016, 4030)
     """
     items = m + nnz
     if items <= SINGLE_BLOCK_ITEMS and m <= STATS_WINDOW:
         return 1, -(-m // 32) * 32, items
-    grid = max(min(-(-items // (STATS_BLOCK * DIRECT_THREAD_VECTORS * 16 // index_itemsize)), resident),
-               -(-m // STATS_WINDOW), 1)
+    grid = -(-items // (STATS_BLOCK * DIRECT_THREAD_VECTORS * 16 // index_itemsize))
+    if grid > 2 * multiprocessors:
+        rounds = items / (STATS_BLOCK * DIRECT_VECTORS * 16 // index_itemsize * multiprocessors)
+        grid = max(2, min(int(rounds + 0.5), DIRECT_BLOCKS_PER_SM[-1])) * multiprocessors
+    grid = max(grid, -(-m // STATS_WINDOW), 1)
     rows = -(-m // grid)
     return grid, -(-rows // 32) * 32, -(-items // grid)
+
+
+def direct_expression(grid: int, multiprocessors: int) -> str:
+    """The instantiation of ``csr_stats_direct`` for a grid on a device of ``multiprocessors``
+    SMs: the one whose launch bounds hold the grid in one wave (the most registers a thread), or
+    the fullest (DIRECT_BLOCKS_PER_SM).
+
+    >>> [direct_expression(grid, 132)[-2] for grid in (100, 264, 396, 528, 1489)]
+    ['2', '2', '3', '4', '4']
+    """
+    blocks = next((b for b in DIRECT_BLOCKS_PER_SM if grid <= b * multiprocessors), DIRECT_BLOCKS_PER_SM[-1])
+    return f"csr_stats_direct<{{I}}, {blocks}>"
 
 
 def _summary_arguments(m: int, nnz: int, value_bytes: int) -> tuple[np.generic, ...]:
@@ -328,11 +358,9 @@ def _summary_arguments(m: int, nnz: int, value_bytes: int) -> tuple[np.generic, 
             np.int32(value_bytes), *(np.int64(math.ceil(q * m)) for q in _QUANTILE_FRACTIONS))
 
 
-def _resident_blocks(index_itemsize: int, device: int | None = None, direct: bool = False) -> int:
-    """Blocks of ``csr_stats`` (STATS_BLOCKS_PER_SM), or of ``csr_stats_direct``
-    (DIRECT_BLOCKS_PER_SM), resident on the device at once."""
-    per_sm = DIRECT_BLOCKS_PER_SM if direct else STATS_BLOCKS_PER_SM[index_itemsize]
-    return per_sm * device_properties(device)["multiprocessors"]
+def _resident_blocks(index_itemsize: int, device: int | None = None) -> int:
+    """Blocks of ``csr_stats`` (STATS_BLOCKS_PER_SM) resident on the device at once."""
+    return STATS_BLOCKS_PER_SM[index_itemsize] * device_properties(device)["multiprocessors"]
 
 
 def _statistics_arguments(csr: Any, buffer: Any, queue: Any, epoch: int) -> tuple[tuple[int], tuple[Any, ...]]:
@@ -367,14 +395,16 @@ DIRECT_PARAMETERS = ([ctypes.c_uint64] * 2 + [ctypes.c_int64] * 2 + [ctypes.c_in
                      + [ctypes.c_uint64] * 4 + STATS_SUMMARY_PARAMETERS[7:])  # indptr ... record, limit ... target99
 
 
-def _direct_arguments(csr: Any, buffer: Any, epoch: int, record: int) -> tuple[tuple[int], tuple[Any, ...]]:
-    """``csr_stats_direct``'s grid and arguments for a GPU CSR with at least one row, on
-    ``buffer`` as for :func:`_statistics_arguments`, summarising into the pinned host memory at
-    ``record`` (0: the buffer is left for the host)."""
+def _direct_arguments(csr: Any, buffer: Any, epoch: int,
+                      record: int) -> tuple[str, tuple[int], tuple[Any, ...]]:
+    """``csr_stats_direct``'s instantiation (:func:`direct_expression`), grid and arguments for a
+    GPU CSR with at least one row, on ``buffer`` as for :func:`_statistics_arguments`,
+    summarising into the pinned host memory at ``record`` (0: the buffer is left for the host)."""
     m, nnz, itemsize = csr.shape[0], csr.nnz, csr.index_dtype.itemsize
-    grid, block_rows, block_items = direct_launch(m, nnz, itemsize, _resident_blocks(itemsize, direct=True))
+    multiprocessors = device_properties()["multiprocessors"]
+    grid, block_rows, block_items = direct_launch(m, nnz, itemsize, multiprocessors)
     pointer = buffer.data.ptr
-    return (grid,), (csr.indptr, csr.indices, np.int64(m), np.int64(nnz), np.int32(block_rows), np.int64(block_items),
+    return direct_expression(grid, multiprocessors), (grid,), (csr.indptr, csr.indices, np.int64(m), np.int64(nnz), np.int32(block_rows), np.int64(block_items),
                      np.int64(overflow_capacity(nnz)), np.uint64(pointer), np.uint64(pointer + 8 * STATS_COUNTERS),
                      np.uint64(epoch), np.uint64(record), *_summary_arguments(m, nnz, csr.dtype.itemsize))
 
@@ -431,8 +461,9 @@ class _Workspace:
         self.record_pointer = self.record.ctypes.data
         self.epoch = 0
         self.zero = True  # whether the counters and head are zero (False only if a call broke off)
-        self.launches: dict[np.dtype, tuple[PackedLaunch, PackedLaunch, PackedLaunch]] = {}
+        self.launches: dict[np.dtype, tuple[PackedLaunch, PackedLaunch, dict[str, PackedLaunch]]] = {}
         self.plan_key: tuple[int, int, np.dtype, int, bool, int] | None = None
+        self.current_stream = cupy.cuda.get_current_stream  # (looked up once: a call is a few microseconds)
         self._renew_pointers()
 
     def fit(self, words: int, queue_words: int) -> None:
@@ -468,15 +499,18 @@ class _Workspace:
                      0 if direct else QUEUE_WORDS * queue_capacity(nnz, itemsize))
             if index_dtype not in self.launches:
                 function = functools.partial(STATS_KERNELS.function, value_dtype=np.float64, index_dtype=index_dtype)
-                self.launches[index_dtype] = (PackedLaunch(function("csr_stats<{I}>"), CSR_STATS_PARAMETERS),
-                                              PackedLaunch(function("stats_summary<{I}>"), STATS_SUMMARY_PARAMETERS),
-                                              PackedLaunch(function("csr_stats_direct<{I}>"), DIRECT_PARAMETERS))
-            stats, summary, direct_stats = self.launches[index_dtype]
+                self.launches[index_dtype] = (
+                    PackedLaunch(function("csr_stats<{I}>"), CSR_STATS_PARAMETERS),
+                    PackedLaunch(function("stats_summary<{I}>"), STATS_SUMMARY_PARAMETERS),
+                    {expression: PackedLaunch(function(expression), DIRECT_PARAMETERS)
+                     for expression in STATS_KERNELS.expressions if expression.startswith("csr_stats_direct")})
+            stats, summary, direct_instantiations = self.launches[index_dtype]
             counters, out = self.pointer, self.pointer + 8 * STATS_COUNTERS
             summary_arguments = _summary_arguments(m, nnz, value_bytes)
             if direct:
-                grid, block_rows, block_items = direct_launch(m, nnz, itemsize,
-                                                              _resident_blocks(itemsize, self.device, direct=True))
+                multiprocessors = device_properties(self.device)["multiprocessors"]
+                grid, block_rows, block_items = direct_launch(m, nnz, itemsize, multiprocessors)
+                direct_stats = direct_instantiations[direct_expression(grid, multiprocessors)]
                 direct_stats.set(2, m, nnz, block_rows, block_items, capacity, counters, out)
                 direct_stats.set(11, *summary_arguments)
                 plan = _Plan(direct_stats, None, grid, capacity)
@@ -496,20 +530,23 @@ class _Workspace:
         pass, or ``csr_stats`` then ``stats_summary``; summarised into the record if
         ``summarise``, else the head is left for the caller. Returns the overflow capacity and
         the stream."""
-        import cupy
-
         plan = self.plan(csr.shape[0], csr.nnz, csr.index_dtype, csr.dtype.itemsize)
         if not self.zero:
             self.clear()
         self.epoch += 1
         self.zero = False
-        stream = cupy.cuda.get_current_stream().ptr
+        stream = self.current_stream().ptr
         first = plan.first
-        first.set(0, csr.indptr.data.ptr, csr.indices.data.ptr)
         if plan.summary is None:
-            first.set(9, self.epoch, self.record_pointer if summarise else 0)
+            # (Each set alone: PackedLaunch.set's generality costs about a microsecond a call.)
+            arguments = first.arguments
+            arguments[0].value = csr.indptr.data.ptr
+            arguments[1].value = csr.indices.data.ptr
+            arguments[9].value = self.epoch
+            arguments[10].value = self.record_pointer if summarise else 0
             first(plan.grid, STATS_BLOCK, stream)
         else:
+            first.set(0, csr.indptr.data.ptr, csr.indices.data.ptr)
             first.set(7, self.epoch)
             first(plan.grid, STATS_BLOCK, stream)
             if summarise:
@@ -524,8 +561,6 @@ class _Workspace:
         synchronisation (the record shows before the kernel has ended, and the synchronisation's
         own call costs more than the poll), then waited for on the stream, which also raises a
         failed kernel's error. RuntimeError if the kernel ended without writing it."""
-        import cupy
-
         record, epoch = self.record, self.epoch
         if POLL_RECORD:
             read, deadline = record.item, 0
@@ -538,6 +573,8 @@ class _Workspace:
                     deadline = now + RECORD_POLL_NS
                 elif now > deadline:
                     break
+        import cupy
+
         cupy.cuda.runtime.streamSynchronize(stream)
         if record.item(RECORD_EPOCH) != epoch:
             raise RuntimeError("the statistics kernel finished without writing its record")
@@ -574,10 +611,12 @@ class _Workspace:
 
 
 class _Workspaces(threading.local):
-    """Per thread: a :class:`_Workspace` per device."""
+    """Per thread: a :class:`_Workspace` per device, and the runtime's current device (its
+    function, looked up on the thread's first call)."""
 
     def __init__(self) -> None:
         self.by_device: dict[int, _Workspace] = {}
+        self.current_device: Callable[[], int] | None = None
 
 
 _WORKSPACES = _Workspaces()
@@ -585,12 +624,15 @@ _WORKSPACES = _Workspaces()
 
 def _workspace() -> _Workspace:
     """This thread's workspace on the current device."""
-    import cupy
+    spaces = _WORKSPACES
+    if spaces.current_device is None:
+        import cupy
 
-    device = cupy.cuda.runtime.getDevice()
-    space = _WORKSPACES.by_device.get(device)
+        spaces.current_device = cupy.cuda.runtime.getDevice
+    device = spaces.current_device()
+    space = spaces.by_device.get(device)
     if space is None:
-        space = _WORKSPACES.by_device[device] = _Workspace(device)
+        space = spaces.by_device[device] = _Workspace(device)
     return space
 
 

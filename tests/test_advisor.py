@@ -230,7 +230,6 @@ def test_host_mirrors_the_kernels_constants():
     assert [kernel_constant(f"STATUS_{w}") for w in ("SUMMARISED", "HEAD_KEPT")] == [
         advisor.STATUS_SUMMARISED, advisor.STATUS_HEAD_KEPT]
     assert kernel_constant("DIRECT_VECTORS") == advisor.DIRECT_VECTORS
-    assert kernel_constant("DIRECT_MIN_BLOCKS") == advisor.DIRECT_BLOCKS_PER_SM
     assert 32 * kernel_constant("WARP_BINS") == WARP_SUMMARY_BINS
     from sparsegpu._kernels import read_source
 
@@ -452,10 +451,9 @@ def test_gpu_direct_pass_writes_only_its_words(index_dtype, rng):
     counters, head = advisor.STATS_COUNTERS, twins.OUT_OVERFLOW
     buffer = cupy.full(counters + head + twins.overflow_capacity(S.nnz), poison, dtype=np.uint64)
     buffer[:counters + head] = 0
-    grid, arguments = advisor._direct_arguments(gpu, buffer, 1, 0)
+    expression, grid, arguments = advisor._direct_arguments(gpu, buffer, 1, 0)
     assert grid[0] > 1
-    advisor.STATS_KERNELS.function("csr_stats_direct<{I}>", np.float64, index_dtype)(grid, (advisor.STATS_BLOCK,),
-                                                                                       arguments)
+    advisor.STATS_KERNELS.function(expression, np.float64, index_dtype)(grid, (advisor.STATS_BLOCK,), arguments)
     words = buffer.get()
     assert not words[:counters].any()
     kernel = words[counters:]
@@ -541,7 +539,7 @@ def test_gpu_workspace_launches_what_a_fresh_launch_would(monkeypatch, rng, stat
     launched, launch = [], PackedLaunch.__call__
 
     def recording(self, grid, block, stream):
-        launched.append((grid, block, self.values()))
+        launched.append((self.handle, grid, block, self.values()))
         launch(self, grid, block, stream)
 
     monkeypatch.setattr(PackedLaunch, "__call__", recording)
@@ -555,17 +553,19 @@ def test_gpu_workspace_launches_what_a_fresh_launch_would(monkeypatch, rng, stat
             advisor._read_statistics(gpu)  # the statistics alone, left in the buffer
             space = advisor._workspace()
             if statistics_pass != "tiled":
-                (grid,), arguments = advisor._direct_arguments(gpu, space.buffer, space.epoch, 0)
+                expression, (grid,), arguments = advisor._direct_arguments(gpu, space.buffer, space.epoch, 0)
             else:
+                expression = "csr_stats<{I}>"
                 (grid,), arguments = advisor._statistics_arguments(gpu, space.buffer, space.queue, space.epoch)
-            assert launched == [(grid, advisor.STATS_BLOCK, [a.data.ptr if isinstance(a, cupy.ndarray) else int(a)
-                                                             for a in arguments])]
+            kernel = advisor.STATS_KERNELS.function(expression, np.float64, index_dtype).kernel.ptr
+            assert launched == [(kernel, grid, advisor.STATS_BLOCK,
+                                 [a.data.ptr if isinstance(a, cupy.ndarray) else int(a) for a in arguments])]
             assert advisor.matrix_stats(gpu) == numpy_stats(sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype,
                                                                                       backend="cpu"))
             # then the direct pass summarising into the record, or csr_stats and stats_summary
             assert len(launched) == (3 if statistics_pass == "tiled" else 2)
             if statistics_pass != "tiled":
-                assert launched[-1][2][10] == space.record.ctypes.data
+                assert launched[-1][3][10] == space.record.ctypes.data
 
 
 @pytest.mark.gpu
@@ -966,6 +966,45 @@ def test_gpu_summary_or_head_left_to_the_host(monkeypatch, rng, statistics_pass)
         assert advisor.matrix_stats(gpu) == advisor.matrix_stats(cpu) == numpy_stats(cpu), rows_past
         assert advisor._workspace().record[advisor.RECORD_STATUS] == status, rows_past
         assert_workspace_zero()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("blocks_per_sm", advisor.DIRECT_BLOCKS_PER_SM)
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_gpu_every_direct_instantiation_gives_the_statistics(monkeypatch, rng, blocks_per_sm, index_dtype):
+    """Each instantiation of csr_stats_direct (its launch bounds: the grid picks one) on every
+    grid: the statistics of the arrays, on rows short and long, regular and power-law."""
+    monkeypatch.setattr(advisor, "direct_expression", lambda grid, sms: f"csr_stats_direct<{{I}}, {blocks_per_sm}>")
+    monkeypatch.setattr(advisor, "_WORKSPACES", advisor._Workspaces())
+    use_pass(monkeypatch, "direct")
+    for S in (from_lengths(rng.integers(0, 40, 60_000), 64, rng), datasets.poisson2d(300),
+              datasets.generate("rmat", "small"), from_lengths(rng.integers(0, 9, 3000), 500, rng)):
+        gpu, cpu = (sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend=b) for b in ("gpu", "cpu"))
+        assert advisor.matrix_stats(gpu) == advisor.matrix_stats(cpu) == numpy_stats(cpu)
+        assert advisor._workspace().last_plan.first.handle == advisor.STATS_KERNELS.function(
+            f"csr_stats_direct<{{I}}, {blocks_per_sm}>", np.float64, index_dtype).kernel.ptr
+
+
+@pytest.mark.gpu
+def test_gpu_head_left_as_counted_when_the_rows_are_not_the_matrixs(rng, statistics_pass):
+    """A CSR whose indptr was changed after its checks (its last row one entry short, so the
+    bins count one entry fewer than the matrix holds): the warp summary, which zeroes the buffer
+    while it works, puts the head back and leaves it to the host, so the statistics of the row
+    lengths are the host's summary of those lengths, and the buffer is zero again afterwards."""
+    S = from_lengths(rng.integers(1, 40, 5000), 64, rng).tocsr()
+    gpu = sparsegpu.CSR.from_scipy(S, backend="gpu")
+    gpu.indptr[-1] -= 1
+    last = int(S.indptr[-1]) - 1
+    counted = sp.csr_array((S.data[:last], S.indices[:last], np.append(S.indptr[:-1], last)), shape=S.shape)
+    head, longer = advisor._read_statistics(sparsegpu.CSR.from_scipy(counted, backend="cpu"))
+    expected = advisor._stats_of_record(advisor._record_of_buffer(head, longer, S.shape[0], S.nnz, 8, 4), S.shape,
+                                        S.nnz, 8, 4)
+    got = advisor.matrix_stats(gpu)
+    assert advisor._workspace().record[advisor.RECORD_STATUS] == advisor.STATUS_HEAD_KEPT
+    lengths_only = ("row_mean", "row_std", "row_min", "row_max", "row_quantiles", "row_cv", "empty_rows", "ell_fill",
+                    "hyb_width", "hyb_ell_fraction", "sell_fill", "csr_long_rows")
+    assert {k: getattr(got, k) for k in lengths_only} == {k: getattr(expected, k) for k in lengths_only}
+    assert_workspace_zero()
 
 
 @pytest.mark.gpu
