@@ -681,7 +681,7 @@ __device__ __forceinline__ void block_exclusive_scan(long long& a, long long& b,
     a = before_a, b = before_b;
 }
 
-constexpr int SUMMARY_BINS = STATS_BINS / STATS_BLOCK;  // consecutive bins a thread takes
+constexpr int SUMMARY_BINS = STATS_BINS / STATS_BLOCK;  // bins a thread loads, and takes at most
 
 // The summary's shared memory.
 struct SummaryShared {
@@ -933,7 +933,10 @@ __device__ __forceinline__ void summarise(SummaryShared& shared, unsigned long l
     }
     const int bins = longest < STATS_BINS ? int(longest) + 1 : STATS_BINS;
     const bool listed = overflow_rows <= SUMMARY_OVERFLOW_ROWS && overflow_rows <= overflow_capacity;
-    const int first_bin = threadIdx.x * SUMMARY_BINS;
+    // A thread takes consecutive bins, as few as spread the used ones over the block: its walk
+    // over them is the summary's longest chain (16 bins a thread cost rows of a few hundred
+    // entries about 2 us).
+    const int bins_each = (bins + STATS_BLOCK - 1) / STATS_BLOCK, first_bin = threadIdx.x * bins_each;
 
     // The bins and the overflow list into shared memory, every load in flight at once.
     long long over_entries = 0;
@@ -956,7 +959,7 @@ __device__ __forceinline__ void summarise(SummaryShared& shared, unsigned long l
     over_entries = sg::subwarp_sum<32>(over_entries);
     __syncthreads();
     long long rows_before = 0, entries_before = 0;
-    for (int k = first_bin; k < first_bin + SUMMARY_BINS && k < bins; ++k)
+    for (int k = first_bin; k < first_bin + bins_each && k < bins; ++k)
         rows_before += counts[k], entries_before += counts[k] * k;
     long long bin_rows, bin_entries;
     block_exclusive_scan(rows_before, entries_before, bin_rows, bin_entries, scratch);
@@ -980,7 +983,7 @@ __device__ __forceinline__ void summarise(SummaryShared& shared, unsigned long l
     BinWalk walk{{1, target50, target90, target99}, rows, entries, bin_rows, bin_entries, listed_entries,
                  hot_rows - overflow_rows, limit < bins - 1 ? limit : bins - 1, value_bytes, index_bytes,
                  rows_before, entries_before};
-    for (int k = first_bin; k < first_bin + SUMMARY_BINS && k < bins; ++k) walk.take(k, counts[k], found);
+    for (int k = first_bin; k < first_bin + bins_each && k < bins; ++k) walk.take(k, counts[k], found);
     const long long(&targets)[4] = walk.targets;
     Width& best = walk.best;
     unsigned long long &squares = walk.squares, &long_rows = walk.long_rows;
