@@ -25,12 +25,11 @@ hosts; :meth:`_Workspace.await_record`). Nothing is set before, copied back afte
 the host (the head comes back only for what the summary leaves to the host: more than 1024 rows
 past the bins, costs past float64's exact integers). The CPU backend fills the same buffer with
 the NumPy twin (sparsegpu/reference/stats.py) and summarises it on the host, so both backends
-give identical statistics. Measured on an H200 (asv_benchmarks/RESULTS.md, twelfth session): at
-most one CSR SpMV call from about 2.5M entries on, on R-MAT graphs of every size measured (scale
-10 to 19: 0.55 to 0.90), and on the small ones (0.87-0.88 at 400 rows, 0.97-1.00 from 1024 to
-10,000 rows and on 300-1000 random rows); 1.01 to 1.09 of it on 2-D Poisson matrices of 90,000 to
-490,000 rows, where both calls take 21-27 us of launch latency and, past a few hundred thousand
-rows, instruction issue.
+give identical statistics. Measured on an H200 (asv_benchmarks/RESULTS.md, thirteenth session),
+end to end against one CSR SpMV call timed the same way: 0.77 to 0.95 on 2-D Poisson matrices
+from 400 to 490,000 rows (where both calls take 15-27 us of launch latency and, past a few
+hundred thousand rows, instruction issue), at most 0.92 on the 32 real matrices, 0.54 to 0.82 on
+R-MAT graphs of scale 8 to 20, and at most 0.84 past 490,000 rows.
 
 The model, per format f, for ``A @ x`` timed back to back (the host issues the next call while
 the device runs this one, so the slower of the two sets the pace):
