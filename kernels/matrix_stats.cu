@@ -934,8 +934,8 @@ __device__ __forceinline__ void summarise(SummaryShared& shared, unsigned long l
     const int bins = longest < STATS_BINS ? int(longest) + 1 : STATS_BINS;
     const bool listed = overflow_rows <= SUMMARY_OVERFLOW_ROWS && overflow_rows <= overflow_capacity;
     // A thread takes consecutive bins, as few as spread the used ones over the block: its walk
-    // over them is the summary's longest chain (16 bins a thread cost rows of a few hundred
-    // entries about 2 us).
+    // over them is the summary's longest chain (16 bins a thread cost mbeacxc, rows of up to 484
+    // entries, 4 us of its 15-us kernel on an H200).
     const int bins_each = (bins + STATS_BLOCK - 1) / STATS_BLOCK, first_bin = threadIdx.x * bins_each;
 
     // The bins and the overflow list into shared memory, every load in flight at once.
