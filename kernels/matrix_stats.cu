@@ -709,8 +709,8 @@ struct SummaryArguments {
 // The summary's walk over the bins in length order, from the rows and entries before the first
 // bin it takes: each length's squares, its HYB cost (the cheapest kept), the quantiles and the
 // hot rows' shortest length it holds (into `found`: the shortest length, p50, p90, p99, the entries
-// in the hot rows), and the rows past the long-row limit. The block's summary and the warp summary
-// take their bins with it, so both give the host's words.
+// in the hot rows), and the rows past the long-row limit: the host's words, which the warp summary
+// makes its own way.
 struct BinWalk {
     long long targets[4];  // the row counts at which the shortest length and the quantiles are reached
     long long rows, entries;  // all the matrix's (the bins' and the rows past them)
@@ -795,24 +795,29 @@ __device__ __forceinline__ long long warp_min(const long long v) {
 #endif
 }
 
+// Whether the summaries' HYB costs and sum of squares are exact (the host's limits, with a margin
+// of 2: the products are rounded here) for `rows` rows and `nnz` entries, the longest `longest`.
+__device__ __forceinline__ bool costs_exact(const long long rows, const long long nnz, const double longest,
+                                            const int value_bytes, const int index_bytes) {
+    return double(rows) * (longest * (2 * value_bytes + 3 * index_bytes) + 2 * value_bytes) < 0x1p52 &&
+           double(nnz) * longest < 0x1p62;
+}
+
 // Whether the warp summary takes a matrix whose rows are all in `bins` bins, from its shape alone:
 // not where the block's summary would leave the head to the host (costs past float64's exact
 // integers), nor for 2^32 rows or entries or more (the warp scans them packed in one word).
 template <class I>
 __device__ __forceinline__ bool warp_summary_applies(const int bins, const SummaryArguments& arguments) {
-    const double longest = double(bins - 1);
-    const int value_bytes = arguments.value_bytes, index_bytes = sizeof(I);
-    const bool exact = double(arguments.n_rows) * (longest * (2 * value_bytes + 3 * index_bytes) + 2 * value_bytes) <
-                           0x1p52 && double(arguments.nnz) * longest < 0x1p62;
-    return arguments.hot_rows > 0 && arguments.n_rows < (1LL << 32) && arguments.nnz < (1LL << 32) && exact;
+    return arguments.hot_rows > 0 && arguments.n_rows < (1LL << 32) && arguments.nnz < (1LL << 32) &&
+           costs_exact(arguments.n_rows, arguments.nnz, double(bins - 1), arguments.value_bytes, sizeof(I));
 }
 
 // The warp summary of the bins 0 .. bins - 1 (bins <= WARP_SUMMARY_BINS; counts[t] holds the
 // lane's bin 32 t + l, zero from `bins` on) and, lanes below OUT_BINS, the head's word `lane` (no
-// rows past the bins: its OUT_OVERFLOW_ROWS word is zero). Returns true with the lane's word of
-// the record (publish_record's), or false where it does not apply (warp_summary_applies) or the
-// bins are not the matrix's rows and entries (where the block's summary, too, leaves the head to
-// the host). Every lane calls it.
+// rows past the bins: its OUT_OVERFLOW_ROWS word is zero), where warp_summary_applies. Returns
+// true with the lane's word of the record (publish_record's), or false where the bins are not the
+// matrix's rows and entries (where the block's summary, too, leaves the head to the host). Every
+// lane calls it.
 //  The words are the block's summary's (BinWalk's): below 2^52 (the exactness test) the HYB costs
 // are integers that float64 holds exactly, so they are compared as integers here, the cheapest
 // and, among equal costs, the shortest width winning as there; each quantile's length is the
@@ -824,8 +829,6 @@ __device__ __forceinline__ bool warp_summarise(const long long (&counts)[WARP_BI
                  target99] = arguments;
     constexpr int index_bytes = sizeof(I);
     const int lane = threadIdx.x % 32;
-    if (!warp_summary_applies<I>(bins, arguments)) return false;
-
     const long long targets[4] = {1, target50, target90, target99};  // the shortest length's, the quantiles'
     const long long hot_target = n_rows - hot_rows;  // the hot rows are those counted past it
     const long long limit_bin = limit < bins - 1 ? limit : bins - 1;
@@ -970,11 +973,8 @@ __device__ __forceinline__ void summarise(SummaryShared& shared, unsigned long l
     long long listed_entries = 0;
     for (int w = 0; w < STATS_BLOCK / 32; ++w) listed_entries += scratch[w];
     const long long rows = bin_rows + overflow_rows, entries = bin_entries + listed_entries;
-    // The host's limits for exact integer costs and an exact int64 sum of squares (a margin of 2:
-    // the products are rounded here).
-    const bool exact = double(rows) * (double(longest) * (2 * value_bytes + 3 * index_bytes) + 2 * value_bytes) <
-                           0x1p52 && double(nnz) * double(longest) < 0x1p62;
-    if (!(listed && overflow_rows < hot_rows && rows == n_rows && entries == nnz && exact)) {
+    if (!(listed && overflow_rows < hot_rows && rows == n_rows && entries == nnz &&
+          costs_exact(rows, nnz, double(longest), value_bytes, index_bytes))) {
         if (threadIdx.x < 32) publish_record(record, threadIdx.x == RECORD_STATUS, STATUS_HEAD_KEPT, epoch);
         return;
     }
@@ -1219,7 +1219,8 @@ __device__ __forceinline__ bool summarised_alone(const unsigned long long word, 
             counts[t] = k < used ? bins[k] : 0;
         }
         long long record_word;
-        const bool done = warp_summarise<I>(counts, lane < OUT_BINS ? (long long)totals.head[lane] : 0, used,
+        const bool done = warp_summary_applies<I>(used, arguments) &&
+                          warp_summarise<I>(counts, lane < OUT_BINS ? (long long)totals.head[lane] : 0, used,
                                             arguments, record_word);
         if (done) publish_record(arguments.record, true, record_word, arguments.epoch);
         if (lane == 0) totals.summarised = done;

@@ -129,14 +129,14 @@ DIRECT_THREAD_VECTORS = 2
 #: the blocks an SM holds, a thread's registers capped at 128, 80 and 64. A grid takes the first
 #: that holds it in one wave (:func:`direct_expression`).
 DIRECT_BLOCKS_PER_SM = (2, 3, 4)
+DIRECT_EXPRESSIONS = {blocks: f"csr_stats_direct<{{I}}, {blocks}>" for blocks in DIRECT_BLOCKS_PER_SM}
 #: Matrices of at most this many rows plus entries (and at most STATS_WINDOW rows) take
 #: csr_stats_direct on one block, which summarises its own shared bins when its rows are short
 #: (no merge into the buffer, no ticket, no summary loads): a few more rounds of loads on one
 #: block cost less than those round trips.
 SINGLE_BLOCK_ITEMS = 4096
 QUEUE_WORDS = 4  # kernels/matrix_stats.cu QUEUE_WORDS: words per chunk slot
-STATS_KERNELS = KernelFile("matrix_stats.cu", ["csr_stats<{I}>", "stats_summary<{I}>"] +
-                           [f"csr_stats_direct<{{I}}, {blocks}>" for blocks in DIRECT_BLOCKS_PER_SM],
+STATS_KERNELS = KernelFile("matrix_stats.cu", ["csr_stats<{I}>", "stats_summary<{I}>", *DIRECT_EXPRESSIONS.values()],
                            value_dtypes=[np.float64])
 CALIBRATION_FILE = Path(__file__).with_name("advisor_calibration.json")
 #: Formats the advisor may recommend for ``A @ x``. CSC is left out: its deterministic
@@ -345,7 +345,7 @@ def direct_expression(grid: int, multiprocessors: int) -> str:
     ['2', '2', '3', '4', '4']
     """
     blocks = next((b for b in DIRECT_BLOCKS_PER_SM if grid <= b * multiprocessors), DIRECT_BLOCKS_PER_SM[-1])
-    return f"csr_stats_direct<{{I}}, {blocks}>"
+    return DIRECT_EXPRESSIONS[blocks]
 
 
 def _summary_arguments(m: int, nnz: int, value_bytes: int) -> tuple[np.generic, ...]:
@@ -403,9 +403,10 @@ def _direct_arguments(csr: Any, buffer: Any, epoch: int,
     multiprocessors = device_properties()["multiprocessors"]
     grid, block_rows, block_items = direct_launch(m, nnz, itemsize, multiprocessors)
     pointer = buffer.data.ptr
-    return direct_expression(grid, multiprocessors), (grid,), (csr.indptr, csr.indices, np.int64(m), np.int64(nnz), np.int32(block_rows), np.int64(block_items),
-                     np.int64(overflow_capacity(nnz)), np.uint64(pointer), np.uint64(pointer + 8 * STATS_COUNTERS),
-                     np.uint64(epoch), np.uint64(record), *_summary_arguments(m, nnz, csr.dtype.itemsize))
+    arguments = (csr.indptr, csr.indices, np.int64(m), np.int64(nnz), np.int32(block_rows), np.int64(block_items),
+                 np.int64(overflow_capacity(nnz)), np.uint64(pointer), np.uint64(pointer + 8 * STATS_COUNTERS),
+                 np.uint64(epoch), np.uint64(record), *_summary_arguments(m, nnz, csr.dtype.itemsize))
+    return direct_expression(grid, multiprocessors), (grid,), arguments
 
 
 def queue_capacity(nnz: int, index_itemsize: int) -> int:
@@ -502,7 +503,7 @@ class _Workspace:
                     PackedLaunch(function("csr_stats<{I}>"), CSR_STATS_PARAMETERS),
                     PackedLaunch(function("stats_summary<{I}>"), STATS_SUMMARY_PARAMETERS),
                     {expression: PackedLaunch(function(expression), DIRECT_PARAMETERS)
-                     for expression in STATS_KERNELS.expressions if expression.startswith("csr_stats_direct")})
+                     for expression in DIRECT_EXPRESSIONS.values()})
             stats, summary, direct_instantiations = self.launches[index_dtype]
             counters, out = self.pointer, self.pointer + 8 * STATS_COUNTERS
             summary_arguments = _summary_arguments(m, nnz, value_bytes)
