@@ -27,9 +27,9 @@ past the bins, costs past float64's exact integers). The CPU backend fills the s
 the NumPy twin (sparsegpu/reference/stats.py) and summarises it on the host, so both backends
 give identical statistics. Measured on an H200 (asv_benchmarks/RESULTS.md, thirteenth session),
 end to end against one CSR SpMV call timed the same way: 0.77 to 0.95 on 2-D Poisson matrices
-from 400 to 490,000 rows (where both calls take 15-27 us of launch latency and, past a few
-hundred thousand rows, instruction issue), at most 0.92 on the 32 real matrices, 0.54 to 0.82 on
-R-MAT graphs of scale 8 to 20, and at most 0.84 past 490,000 rows.
+from 400 to 250,000 rows and at parity at 490,000 (0.93-1.02; both calls take 15-27 us of launch
+latency and, past a few hundred thousand rows, instruction issue), at most 0.92 on the 32 real
+matrices, 0.54 to 0.82 on R-MAT graphs of scale 8 to 20, and at most 0.84 past 490,000 rows.
 
 The model, per format f, for ``A @ x`` timed back to back (the host issues the next call while
 the device runs this one, so the slower of the two sets the pace):
