@@ -1075,8 +1075,8 @@ stats_summary(unsigned long long* __restrict__ counters, unsigned long long* __r
 //    it holds DIRECT_POINTERS pointers from its first row on in shared memory (the first round of columns
 //    in flight with them; rows past them: the next window of pointers), and each thread takes a
 //    run of consecutive whole 16-byte vectors of columns, all in flight at once: as many as spread
-//    the block's entries over its threads, up to DIRECT_VECTORS (a round), so that a block of a
-//    few entries has short runs and one of many takes them in one round trip.
+//    the block's entries over its threads, up to the instantiation's VECTORS (a round), so that a
+//    block of a few entries has short runs and one of many takes them in one round trip.
 //    The rows find their entries, not the entries their rows: every non-empty row marks its first
 //    entry in the round (mark_rows), and an entry's row is the largest mark up to it, a maximum
 //    scan over the block (marks_before) and then along the thread's run. That costs a few
@@ -1090,17 +1090,16 @@ stats_summary(unsigned long long* __restrict__ counters, unsigned long long* __r
 // H200 (asv_benchmarks/RESULTS.md, eighth and ninth sessions): faster than csr_stats with
 // stats_summary on power-law graphs at every size, on a par up to about 1M entries of regular rows.
 template <class I> constexpr int DIRECT_POINTERS = 8192 / sizeof(I);  // 8 KiB of pointers
-// 16-byte vectors of columns a thread loads at once, at most: a block takes as many a thread as
-// its entries need, so that a few entries spread over every thread and many take one round.
-constexpr int DIRECT_VECTORS = 6;
-// A round's entries and a thread's (its run of consecutive vectors), at most.
-template <class I> constexpr int ROUND_ENTRIES = DIRECT_VECTORS * STATS_BLOCK * STATS_VECTOR<I>;
-template <class I> constexpr int RUN_ENTRIES = DIRECT_VECTORS * STATS_VECTOR<I>;
+// A round's entries and a thread's (its run of consecutive vectors), at most, for VECTORS 16-byte
+// vectors of columns a thread (csr_stats_direct's template parameter).
+template <class I, int VECTORS> constexpr int ROUND_ENTRIES = VECTORS * STATS_BLOCK * STATS_VECTOR<I>;
+template <class I, int VECTORS> constexpr int RUN_ENTRIES = VECTORS * STATS_VECTOR<I>;
 
-template <class I> struct DirectPass {
+template <class I, int VECTORS> struct DirectPass {
     // The block's rows' pointers, for the row statistics; then a round's 16-bit row marks.
-    sg::vec16<I> rows[vectors_holding<I>(STATS_WINDOW + 1) > ROUND_ENTRIES<I> / 8 ? vectors_holding<I>(STATS_WINDOW + 1)
-                                                                                   : ROUND_ENTRIES<I> / 8];
+    sg::vec16<I> rows[vectors_holding<I>(STATS_WINDOW + 1) > ROUND_ENTRIES<I, VECTORS> / 8
+                          ? vectors_holding<I>(STATS_WINDOW + 1)
+                          : ROUND_ENTRIES<I, VECTORS> / 8];
     sg::vec16<I> entries[vectors_holding<I>(DIRECT_POINTERS<I>)];  // pointers of the entries' rows
     __align__(16) unsigned bins[STATS_BINS];
     BlockTotals totals;
@@ -1161,20 +1160,20 @@ __device__ __forceinline__ void merge_path_splits(const I* __restrict__ indptr, 
 // (a prefix maximum), whatever the rows' lengths and however many are empty. Every thread calls it,
 // between barriers.
 template <class I>
-__device__ __forceinline__ void mark_rows(const I* window, const int held, const long long base, const long long end,
+__device__ __forceinline__ void mark_rows(const I* window, const int held, const I base, const I end,
                                           unsigned short* marks) {
     for (int r = threadIdx.x; r < held - 1; r += STATS_BLOCK) {
-        const long long start = window[r], stop = window[r + 1];
+        const I start = window[r], stop = window[r + 1];
         if (start < stop && stop > base && start < end) marks[start > base ? int(start - base) : 0] = (unsigned short)(r + 1);
     }
 }
 
 // The largest of the 16-bit halves of a run's `run` marks (packed two a word; run even).
-template <class I>
-__device__ __forceinline__ unsigned largest_mark(const unsigned (&packed)[RUN_ENTRIES<I> / 2], const int run) {
+template <int RUN>
+__device__ __forceinline__ unsigned largest_mark(const unsigned (&packed)[RUN / 2], const int run) {
     unsigned m = packed[0];
 #pragma unroll
-    for (int q = 1; q < RUN_ENTRIES<I> / 2; ++q) {
+    for (int q = 1; q < RUN / 2; ++q) {
         if (2 * q >= run) break;
         m = __vmaxu2(m, packed[q]);
     }
@@ -1229,10 +1228,12 @@ __device__ __forceinline__ bool summarised_alone(const unsigned long long word, 
     return totals.summarised;
 }
 
-// MIN_BLOCKS: the blocks an SM holds (the host's grid picks it, sparsegpu/advisor.py
-// direct_launch): 2 leaves a thread 128 registers (none spilled: 0.5-1.4 us faster on an H200 than
-// 64 at two blocks an SM), 3 leaves 80, 4 fills the SMs for the largest grids with 64.
-template <class I, int MIN_BLOCKS>
+// MIN_BLOCKS: the blocks an SM holds, and VECTORS: the 16-byte vectors of columns a thread loads
+// at once, at most (the host's grid picks the instantiation, sparsegpu/advisor.py direct_launch:
+// the fewest blocks an SM whose round holds a block's entries). 2 blocks an SM leave a thread 128
+// registers (0.5-1.4 us faster on an H200 than 64 at two blocks an SM), 3 leave 80, 4 fill the
+// SMs for the largest grids with 64; more vectors hold more registers.
+template <class I, int MIN_BLOCKS, int VECTORS>
 __global__ void __launch_bounds__(STATS_BLOCK, MIN_BLOCKS)
 csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, const long long n_rows,
                  const long long nnz, const int block_rows, const long long block_items,
@@ -1242,7 +1243,7 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
                  const long long target90, const long long target99) {
     constexpr int V = STATS_VECTOR<I>;
     __shared__ union Shared {
-        DirectPass<I> pass;
+        DirectPass<I, VECTORS> pass;
         SummaryShared summary;
     } shared;
     __shared__ bool last_block;
@@ -1275,26 +1276,29 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
     // then its own. Per entry that is a maximum and the counts, without branches, whatever the
     // rows' lengths.
     constexpr int ROW_ALIGN = sg::vec16<I>::N;
-    // Vectors a thread takes: as many as the block's entries need (so that a few entries spread
-    // over every thread: shorter runs), up to DIRECT_VECTORS.
-    const long long block_vectors = (e1 - e0 + V - 1) / V + 1;  // (+1: a run may start mid-vector)
-    const int vectors = block_vectors >= (long long)DIRECT_VECTORS * STATS_BLOCK
-                            ? DIRECT_VECTORS
-                            : int((block_vectors + STATS_BLOCK - 1) / STATS_BLOCK);
+    // Entry positions in 32 bits (fewer registers and instructions): the host takes this pass
+    // only below 2^31 entries (DIRECT_MAX_ENTRIES).
+    const int first_entry = int(e0), last_entry = int(e1), entries = int(nnz);
+    // Vectors a thread takes a round: as many as the block's entries need (so that a few entries
+    // spread over every thread: shorter runs), up to VECTORS, spread evenly over the rounds that
+    // many entries take (two rounds of 5 cost less than rounds of 6 and 4).
+    const int block_vectors = (last_entry - first_entry + V - 1) / V + 1;  // (+1: a run may start mid-vector)
+    const int rounds = (block_vectors + VECTORS * STATS_BLOCK - 1) / (VECTORS * STATS_BLOCK);
+    const int vectors = (block_vectors + rounds * STATS_BLOCK - 1) / (rounds * STATS_BLOCK);
     const int run = vectors * V, round_entries = run * STATS_BLOCK;
     unsigned short* marks = reinterpret_cast<unsigned short*>(row_storage);
     const bool aligned = reinterpret_cast<unsigned long long>(indices) % 16 == 0;
     Structure<I> s;
-    I columns[DIRECT_VECTORS][V];
+    I columns[VECTORS][V];
     // The columns of the thread's run in the round from entry `base` (a multiple of V), within the
     // entries [lo, hi).
-    const auto load_run = [&](const long long base, const long long lo, const long long hi) {
+    const auto load_run = [&](const int base, const int lo, const int hi) {
 #pragma unroll
-        for (int u = 0; u < DIRECT_VECTORS; ++u) {
+        for (int u = 0; u < VECTORS; ++u) {
             if (u == vectors) break;
-            const long long e = base + (long long)(threadIdx.x * vectors + u) * V;
+            const int e = base + (int(threadIdx.x) * vectors + u) * V;
             if (e >= hi) continue;
-            if (aligned && e + V <= nnz) {
+            if (aligned && e + V <= entries) {
                 load_vector(indices + e, columns[u]);
             } else {
 #pragma unroll
@@ -1302,7 +1306,7 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
             }
         }
     };
-    for (long long next = e0; first_row < n_rows;) {
+    for (int next = first_entry; first_row < n_rows;) {
         first_row = first_row / ROW_ALIGN * ROW_ALIGN;
         // Pointers up to the end of the row that holds the block's last entry (splits[1]; at
         // least two, so that a corrupt indptr still moves on), at most the window's.
@@ -1311,41 +1315,46 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
         const int held = rows_needed < 1 ? 2 : to_the_end ? int(rows_needed) + 1 : DIRECT_POINTERS<I>;
         __syncthreads();  // every thread is done with the previous window and its marks
         load_pointers<I, DIRECT_POINTERS<I>>(indptr, first_row, held, entry_storage);
-        // A window to the block's last row holds the entries [next, e1) of a valid indptr: their
-        // first round's columns are in flight with the pointers.
-        if (to_the_end) load_run(next / V * V, next, e1);
+        // A window to the block's last row holds the entries [next, last_entry) of a valid
+        // indptr: their first round's columns are in flight with the pointers.
+        if (to_the_end) load_run(next / V * V, next, last_entry);
         copy_to_shared_wait();
         __syncthreads();
-        const long long lo = next > (long long)window[0] ? next : (long long)window[0];
-        const long long hi = e1 < (long long)window[held - 1] ? e1 : (long long)window[held - 1];
-        bool loaded = to_the_end && lo == next && hi == e1;  // (else a corrupt indptr: loaded again)
+        // The window's entries within the block's, [lo, hi); none where a corrupt indptr has its
+        // pointers out of order (!ordered), which ends the pass.
+        const I window_first = window[0], window_last = window[held - 1];
+        const int lo = window_first <= I(next) ? next : window_first < I(last_entry) ? int(window_first) : last_entry;
+        const bool ordered = window_last >= I(lo);
+        const int hi = !ordered ? lo : window_last < I(last_entry) ? int(window_last) : last_entry;
+        bool loaded = to_the_end && lo == next && hi == last_entry;  // (else a corrupt indptr: loaded again)
         const I row_base = I(first_row);  // (entries and rows fit I)
-        for (long long base = lo / V * V; base < hi; base += round_entries) {
+        for (int base = lo / V * V; base < hi; base += round_entries) {
             if (!loaded) load_run(base, lo, hi);
             loaded = false;
             // (The previous round's marks were read before marks_before's barrier.)
             for (int q = threadIdx.x; q < round_entries / 8; q += STATS_BLOCK)
                 reinterpret_cast<uint4*>(marks)[q] = uint4{0, 0, 0, 0};
             __syncthreads();
-            const long long end = hi - base < round_entries ? hi : base + round_entries;
-            mark_rows(window, held, base, end, marks);
+            const int end = hi - base < round_entries ? hi : base + round_entries;
+            mark_rows(window, held, I(base), I(end), marks);
             __syncthreads();
-            unsigned packed[RUN_ENTRIES<I> / 2];
+            constexpr int RUN = RUN_ENTRIES<I, VECTORS>;
+            unsigned packed[RUN / 2];
 #pragma unroll
-            for (int q = 0; q < RUN_ENTRIES<I> / 2; ++q) {
+            for (int q = 0; q < RUN / 2; ++q) {
                 if (2 * q == run) break;
                 packed[q] = reinterpret_cast<const unsigned*>(marks)[threadIdx.x * (run / 2) + q];
             }
-            unsigned row = marks_before(largest_mark<I>(packed, run), warp_marks);
+            unsigned row = marks_before(largest_mark<RUN>(packed, run), warp_marks);
             // The run's entries [from, to) are the round's in [lo, end): all of them but in the
             // threads at the round's ends, which count the others as 0.
             const int run_first = threadIdx.x * run;  // (offsets from base)
-            const int lo_offset = lo > base ? int(lo - base) : 0, end_offset = int(end - base);
+            const int lo_offset = lo > base ? lo - base : 0, end_offset = end - base;
             const int from = min(max(lo_offset - run_first, 0), run), to = min(max(end_offset - run_first, 0), run);
             const I row_before = row_base - I(1);  // (the marks are the window's rows plus one)
             const auto count_run = [&](const auto whole) {
 #pragma unroll
-                for (int i = 0; i < RUN_ENTRIES<I>; ++i) {
+                for (int i = 0; i < RUN; ++i) {
                     if (i == run) break;
                     row = max(row, (packed[i / 2] >> (16 * (i % 2))) & 0xffff);
                     const I d = columns[i / V][i % V] - (row_before + I(row));
@@ -1355,7 +1364,7 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
             if (from == 0 && to == run) count_run(Constant<true>{});
             else count_run(Constant<false>{});
         }
-        if (hi >= e1 || hi < lo) break;  // (hi < lo: a corrupt indptr)
+        if (hi >= last_entry || !ordered) break;
         next = hi;
         first_row += held - 1;
     }

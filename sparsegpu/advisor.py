@@ -120,16 +120,22 @@ STATS_COUNTERS = 48  # words of work counters before the statistics buffer (kern
 #: csr_stats_direct: one launch, no tickets, the summary in its last block) instead of csr_stats and
 #: stats_summary.
 DIRECT_MAX_ENTRIES = 8_000_000
-DIRECT_VECTORS = 6  # kernels/matrix_stats.cu DIRECT_VECTORS: 16-byte vectors of columns a thread loads at once
+#: csr_stats_direct counts entry positions in 32 bits (fewer registers): it takes no matrix of
+#: more entries than this, whatever DIRECT_MAX_ENTRIES (a round past the last entry stays in range).
+DIRECT_ENTRY_LIMIT = 2**31 - 2**16
 #: 16-byte vectors of columns a thread of csr_stats_direct takes in the smaller grids
 #: (:func:`direct_launch`): fewer make more blocks, each with a shorter walk, but more atomics
 #: merging into the head.
 DIRECT_THREAD_VECTORS = 2
-#: csr_stats_direct's instantiations by their launch bounds (kernels/matrix_stats.cu MIN_BLOCKS):
-#: the blocks an SM holds, a thread's registers capped at 128, 80 and 64. A grid takes the first
-#: that holds it in one wave (:func:`direct_expression`).
-DIRECT_BLOCKS_PER_SM = (2, 3, 4)
-DIRECT_EXPRESSIONS = {blocks: f"csr_stats_direct<{{I}}, {blocks}>" for blocks in DIRECT_BLOCKS_PER_SM}
+#: csr_stats_direct's instantiations (kernels/matrix_stats.cu MIN_BLOCKS, VECTORS): the blocks an
+#: SM holds (a thread's registers capped at 128, 80 and 64), and the 16-byte vectors of columns a
+#: thread loads in one round, at most (as many as fit those registers without spills at three
+#: blocks an SM; at four, six spill less than seven and still hold 2-D Poisson of 800 x 800 in one
+#: round). :func:`direct_launch` picks the fewest blocks an SM whose round holds a block's entries.
+DIRECT_VECTORS = {2: 7, 3: 7, 4: 6}
+DIRECT_BLOCKS_PER_SM = tuple(DIRECT_VECTORS)
+DIRECT_EXPRESSIONS = {blocks: f"csr_stats_direct<{{I}}, {blocks}, {vectors}>"
+                      for blocks, vectors in DIRECT_VECTORS.items()}
 #: Matrices of at most this many rows plus entries (and at most STATS_WINDOW rows) take
 #: csr_stats_direct on one block, which summarises its own shared bins when its rows are short
 #: (no merge into the buffer, no ticket, no summary loads): a few more rounds of loads on one
@@ -309,28 +315,33 @@ def direct_launch(m: int, nnz: int, index_itemsize: int, multiprocessors: int) -
     items and STATS_WINDOW rows.
     A small matrix spreads over the SMs, a block for each DIRECT_THREAD_VECTORS 16-byte vectors
     of columns a thread. Past two such blocks an SM, every SM takes the same number of blocks
-    (a grid that fills them unevenly waits for the fullest), from 2 up to the fullest
-    instantiation's (DIRECT_BLOCKS_PER_SM), as many as the matrix makes rounds of DIRECT_VECTORS
-    vectors a thread an SM, rounded: where the pass is issue-bound, fewer and fuller blocks cost
-    less per block's work, up to about one full round a block (on an H200, 2-D Poisson of
-    250,000 rows took 11.8 us on 264 blocks against 13.4 on 528; of 360,000 rows 13.3 on 396
-    against 15.3 on 264; of 490,000 rows 16.0 on 528 against 17.9 on 396: asv_benchmarks/RESULTS.md,
-    thirteenth session). At least enough blocks for the rows (then a block takes more).
+    (a grid that fills them unevenly waits for the fullest): the fewest of DIRECT_BLOCKS_PER_SM
+    whose instantiation's round (DIRECT_VECTORS vectors a thread) holds a block's share of the
+    entries, else the fullest (then a block takes several rounds). Where the pass is issue-bound,
+    fewer and fuller blocks cost less per block's work, up to one round a block: on an H200
+    (asv_benchmarks/RESULTS.md, fourteenth session) 2-D Poisson of 360,000 rows took 12.9 us on
+    264 blocks against 14.4 on 528, of 490,000 rows 14.6 on 396 (one round) against 15.2 on 528
+    and 17.9 on 264 (two rounds), of 640,000 rows 17.8 on 528 against 19.0 on 396 (two rounds).
+    At least enough blocks for the rows (then a block takes more).
 
     >>> direct_launch(400, 1920, 4, 132), direct_launch(1024, 4992, 4, 132), direct_launch(90_000, 448_800, 4, 132)
     ((1, 416, 2320), (3, 352, 2006), (264, 352, 2041))
-    >>> [direct_launch(n * n, 5 * n * n - 4 * n, 4, 132)[0] for n in (500, 600, 700)]
-    [264, 396, 528]
+    >>> [direct_launch(n * n, 5 * n * n - 4 * n, 4, 132)[0] for n in (500, 600, 650, 700, 800, 1000)]
+    [264, 264, 396, 396, 528, 528]
     >>> direct_launch(3_000_000, 3_000_000, 8, 132)  # the rows need more blocks
     (1489, 2016, 4030)
     """
     items = m + nnz
     if items <= SINGLE_BLOCK_ITEMS and m <= STATS_WINDOW:
         return 1, -(-m // 32) * 32, items
-    grid = -(-items // (STATS_BLOCK * DIRECT_THREAD_VECTORS * 16 // index_itemsize))
+    vector = 16 // index_itemsize  # entries of a 16-byte vector
+    grid = -(-items // (STATS_BLOCK * DIRECT_THREAD_VECTORS * vector))
     if grid > 2 * multiprocessors:
-        rounds = items / (STATS_BLOCK * DIRECT_VECTORS * 16 // index_itemsize * multiprocessors)
-        grid = max(2, min(int(rounds + 0.5), DIRECT_BLOCKS_PER_SM[-1])) * multiprocessors
+        def round_holds(blocks: int) -> bool:  # (+1 vector: a thread's run may start mid-vector)
+            block_vectors = -(-nnz // (blocks * multiprocessors * vector)) + 1
+            return block_vectors <= DIRECT_VECTORS[blocks] * STATS_BLOCK
+        blocks = next((b for b in DIRECT_BLOCKS_PER_SM if round_holds(b)), DIRECT_BLOCKS_PER_SM[-1])
+        grid = blocks * multiprocessors
     grid = max(grid, -(-m // STATS_WINDOW), 1)
     rows = -(-m // grid)
     return grid, -(-rows // 32) * 32, -(-items // grid)
@@ -341,8 +352,8 @@ def direct_expression(grid: int, multiprocessors: int) -> str:
     SMs: the one whose launch bounds hold the grid in one wave (the most registers a thread), or
     the fullest (DIRECT_BLOCKS_PER_SM).
 
-    >>> [direct_expression(grid, 132)[-2] for grid in (100, 264, 396, 528, 1489)]
-    ['2', '2', '3', '4', '4']
+    >>> [direct_expression(grid, 132) for grid in (264, 396, 1489)]
+    ['csr_stats_direct<{I}, 2, 7>', 'csr_stats_direct<{I}, 3, 7>', 'csr_stats_direct<{I}, 4, 6>']
     """
     blocks = next((b for b in DIRECT_BLOCKS_PER_SM if grid <= b * multiprocessors), DIRECT_BLOCKS_PER_SM[-1])
     return DIRECT_EXPRESSIONS[blocks]
@@ -489,7 +500,7 @@ class _Workspace:
         """The launches for a matrix of ``m > 0`` rows, ``nnz`` entries and these index and value
         types, their arguments set but for the CSR's arrays, the epoch and (direct pass) the
         record; the buffer and queue grown to fit it."""
-        direct = nnz <= DIRECT_MAX_ENTRIES
+        direct = nnz <= min(DIRECT_MAX_ENTRIES, DIRECT_ENTRY_LIMIT)
         # (The rules' limits are in the key, so that a call after they change plans afresh.)
         key = (m, nnz, index_dtype, value_bytes, direct, SINGLE_BLOCK_ITEMS)
         if key != self.plan_key:

@@ -229,7 +229,8 @@ def test_host_mirrors_the_kernels_constants():
         np.zeros(twins.OUT_OVERFLOW, np.int64), np.zeros(0, np.int64), 0, 0, 8, 4))
     assert [kernel_constant(f"STATUS_{w}") for w in ("SUMMARISED", "HEAD_KEPT")] == [
         advisor.STATUS_SUMMARISED, advisor.STATUS_HEAD_KEPT]
-    assert kernel_constant("DIRECT_VECTORS") == advisor.DIRECT_VECTORS
+    assert all(expression == f"csr_stats_direct<{{I}}, {blocks}, {advisor.DIRECT_VECTORS[blocks]}>"
+               for blocks, expression in advisor.DIRECT_EXPRESSIONS.items())
     assert 32 * kernel_constant("WARP_BINS") == WARP_SUMMARY_BINS
     from sparsegpu._kernels import read_source
 
@@ -972,17 +973,33 @@ def test_gpu_summary_or_head_left_to_the_host(monkeypatch, rng, statistics_pass)
 @pytest.mark.parametrize("blocks_per_sm", advisor.DIRECT_BLOCKS_PER_SM)
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 def test_gpu_every_direct_instantiation_gives_the_statistics(monkeypatch, rng, blocks_per_sm, index_dtype):
-    """Each instantiation of csr_stats_direct (its launch bounds: the grid picks one) on every
-    grid: the statistics of the arrays, on rows short and long, regular and power-law."""
-    monkeypatch.setattr(advisor, "direct_expression", lambda grid, sms: f"csr_stats_direct<{{I}}, {blocks_per_sm}>")
+    """Each instantiation of csr_stats_direct (its launch bounds and round: the grid picks one) on
+    every grid: the statistics of the arrays, on rows short and long, regular and power-law; and
+    on grids of a few blocks, each taking many rounds of columns and windows of pointers
+    (DIRECT_POINTERS: 2048 or 1024 rows), with rows ending anywhere in a round."""
+    expression = advisor.DIRECT_EXPRESSIONS[blocks_per_sm]
+    monkeypatch.setattr(advisor, "direct_expression", lambda grid, sms: expression)
     monkeypatch.setattr(advisor, "_WORKSPACES", advisor._Workspaces())
     use_pass(monkeypatch, "direct")
-    for S in (from_lengths(rng.integers(0, 40, 60_000), 64, rng), datasets.poisson2d(300),
-              datasets.generate("rmat", "small"), from_lengths(rng.integers(0, 9, 3000), 500, rng)):
+
+    def few_blocks(m, nnz, itemsize, sms):  # as few as the rows allow: STATS_WINDOW rows a block
+        grid = -(-m // advisor.STATS_WINDOW)
+        return grid, advisor.STATS_WINDOW, -(-(m + nnz) // grid)
+
+    def check(S):
         gpu, cpu = (sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend=b) for b in ("gpu", "cpu"))
         assert advisor.matrix_stats(gpu) == advisor.matrix_stats(cpu) == numpy_stats(cpu)
         assert advisor._workspace().last_plan.first.handle == advisor.STATS_KERNELS.function(
-            f"csr_stats_direct<{{I}}, {blocks_per_sm}>", np.float64, index_dtype).kernel.ptr
+            expression, np.float64, index_dtype).kernel.ptr
+
+    for S in (from_lengths(rng.integers(0, 40, 60_000), 64, rng), datasets.poisson2d(300),
+              datasets.generate("rmat", "small"), from_lengths(rng.integers(0, 9, 3000), 500, rng)):
+        check(S)
+    monkeypatch.setattr(advisor, "direct_launch", few_blocks)
+    check(from_lengths(rng.integers(0, 80, 5000), 3000, rng))  # three blocks of 10 to 22 rounds each
+    # Two blocks, the first's entries spanning about 3500 rows (3000 empty).
+    check(from_lengths(np.concatenate([np.zeros(3000, np.int64), rng.integers(60, 140, 1000)]), 900, rng))
+    assert advisor._workspace().last_plan.grid == 2
 
 
 @pytest.mark.gpu
