@@ -1115,16 +1115,17 @@ template <class I, int VECTORS> struct DirectPass {
 // about the square root of the rows) that finds it, in one step instead of one for each
 // 256-fold narrowing of the range; if not, it narrows the range to one side and the steps
 // after it to every STATS_BLOCK-th row, then every step-th, ... (A corrupt indptr gives some
-// split in range.)
+// split in range.) In 32 bits: rows plus entries are at most DIRECT_ITEM_LIMIT (the host's).
 template <class I>
-__device__ __forceinline__ void merge_path_splits(const I* __restrict__ indptr, const long long n_rows,
-                                                  const long long nnz, const long long (&d)[2], long long (&row)[2]) {
-    long long low[2], high[2], start[2], step[2] = {1, 1};
-    const double rows_per_item = double(n_rows) / double(n_rows + nnz);
+__device__ __forceinline__ void merge_path_splits(const I* __restrict__ indptr, const int n_rows, const int nnz,
+                                                  const int (&d)[2], int (&row)[2]) {
+    int low[2], high[2], start[2], step[2] = {1, 1};
+    // (A float's rounding moves the guess by well under a row at the entries this pass takes.)
+    const float rows_per_item = float(n_rows) / float(n_rows + nnz);
 #pragma unroll
     for (int q = 0; q < 2; ++q) {
         low[q] = d[q] > nnz ? d[q] - nnz : 0, high[q] = d[q] < n_rows ? d[q] : n_rows;
-        start[q] = (long long)(double(d[q]) * rows_per_item) - STATS_BLOCK / 2;
+        start[q] = int(float(d[q]) * rows_per_item) - STATS_BLOCK / 2;
         start[q] = start[q] < high[q] - STATS_BLOCK ? start[q] : high[q] - STATS_BLOCK;
         start[q] = start[q] > low[q] ? start[q] : low[q];
     }
@@ -1132,8 +1133,8 @@ __device__ __forceinline__ void merge_path_splits(const I* __restrict__ indptr, 
         bool ended[2];
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
-            const long long probe = start[q] + threadIdx.x * step[q];
-            ended[q] = probe < high[q] && (long long)sg::ldg(indptr + probe + 1) <= d[q] - probe - 1;
+            const int probe = start[q] + int(threadIdx.x) * step[q];
+            ended[q] = probe < high[q] && sg::ldg(indptr + probe + 1) <= I(d[q] - probe - 1);
         }
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
@@ -1142,7 +1143,7 @@ __device__ __forceinline__ void merge_path_splits(const I* __restrict__ indptr, 
             if (at == 0) {
                 high[q] = start[q];
             } else {
-                const long long past = at < STATS_BLOCK ? start[q] + at * step[q] : high[q];
+                const int past = at < STATS_BLOCK ? start[q] + at * step[q] : high[q];
                 low[q] = start[q] + (at - 1) * step[q] + 1;
                 high[q] = past < high[q] ? past : high[q];
             }
@@ -1253,21 +1254,25 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
     clear_bins(bins);
     totals.clear();
 
+    // Rows, entries and their positions in 32 bits (fewer registers and instructions): the host
+    // takes this pass only for rows plus entries up to DIRECT_ITEM_LIMIT, 2^30, so that a grid's
+    // rows and items past them stay in range too.
+    const int m = int(n_rows), entries = int(nnz), items = m + entries;
     // The rows' pointers in flight while the entries' first row is searched for.
-    const long long row0 = (long long)blockIdx.x * block_rows;
-    const int rows = row0 >= n_rows ? 0 : n_rows - row0 < block_rows ? int(n_rows - row0) : block_rows;
+    const int row0 = int(blockIdx.x) * block_rows;
+    const int rows = row0 >= m ? 0 : m - row0 < block_rows ? m - row0 : block_rows;
     if (rows) load_pointers<I, STATS_WINDOW + 1>(indptr, row0, rows + 1, row_storage);
-    const long long items = n_rows + nnz, d0 = (long long)blockIdx.x * block_items;
-    const long long diagonals[2] = {d0 < items ? d0 : items, items - d0 < block_items ? items : d0 + block_items};
-    long long splits[2];
-    merge_path_splits(indptr, n_rows, nnz, diagonals, splits);
-    const long long e0 = diagonals[0] - splits[0], e1 = diagonals[1] - splits[1];
-    long long first_row = e0 < e1 ? splits[0] : n_rows;
+    const int d0 = int(blockIdx.x) * int(block_items);
+    const int diagonals[2] = {d0 < items ? d0 : items, items - d0 < block_items ? items : d0 + int(block_items)};
+    int splits[2];
+    merge_path_splits(indptr, m, entries, diagonals, splits);
+    const int first_entry = diagonals[0] - splits[0], last_entry = diagonals[1] - splits[1];
+    int first_row = first_entry < last_entry ? splits[0] : m;
     copy_to_shared_wait();
     __syncthreads();
     if (rows) tile_rows_stats(row_window, rows, overflow_capacity, bins, out, totals.widths, totals.longest);
 
-    // The entries [e0, e1), a window of pointers at a time, each window's first row a multiple
+    // The entries [first_entry, last_entry), a window of pointers at a time, each window's first row a multiple
     // of the pointers in a 16-byte vector (so they are copied as vectors) at or before the first
     // row it has to hold: the row of the first entry not yet counted. A round of the window's
     // entries gives each thread a run of `vectors` consecutive 16-byte vectors of columns,
@@ -1276,9 +1281,6 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
     // then its own. Per entry that is a maximum and the counts, without branches, whatever the
     // rows' lengths.
     constexpr int ROW_ALIGN = sg::vec16<I>::N;
-    // Entry positions in 32 bits (fewer registers and instructions): the host takes this pass
-    // only below 2^31 entries (DIRECT_MAX_ENTRIES).
-    const int first_entry = int(e0), last_entry = int(e1), entries = int(nnz);
     // Vectors a thread takes a round: as many as the block's entries need (so that a few entries
     // spread over every thread: shorter runs), up to VECTORS, spread evenly over the rounds that
     // many entries take (two rounds of 5 cost less than rounds of 6 and 4).
@@ -1306,13 +1308,13 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
             }
         }
     };
-    for (int next = first_entry; first_row < n_rows;) {
+    for (int next = first_entry; first_row < m;) {
         first_row = first_row / ROW_ALIGN * ROW_ALIGN;
         // Pointers up to the end of the row that holds the block's last entry (splits[1]; at
         // least two, so that a corrupt indptr still moves on), at most the window's.
-        const long long rows_needed = (splits[1] < n_rows ? splits[1] + 1 : n_rows) - first_row;
+        const int rows_needed = (splits[1] < m ? splits[1] + 1 : m) - first_row;
         const bool to_the_end = rows_needed < DIRECT_POINTERS<I> - 1;
-        const int held = rows_needed < 1 ? 2 : to_the_end ? int(rows_needed) + 1 : DIRECT_POINTERS<I>;
+        const int held = rows_needed < 1 ? 2 : to_the_end ? rows_needed + 1 : DIRECT_POINTERS<I>;
         __syncthreads();  // every thread is done with the previous window and its marks
         load_pointers<I, DIRECT_POINTERS<I>>(indptr, first_row, held, entry_storage);
         // A window to the block's last row holds the entries [next, last_entry) of a valid
@@ -1362,14 +1364,14 @@ csr_stats_direct(const I* __restrict__ indptr, const I* __restrict__ indices, co
                 }
             };
             if (from == 0 && to == run) count_run(Constant<true>{});
-            else count_run(Constant<false>{});
+            else if (from < to) count_run(Constant<false>{});  // (threads past the round's end skip)
         }
         if (hi >= last_entry || !ordered) break;
         next = hi;
         first_row += held - 1;
     }
     s.end_item(totals.structure[threadIdx.x / 32]);
-    if (threadIdx.x == 0) totals.entries = (unsigned long long)(e1 - e0);
+    if (threadIdx.x == 0) totals.entries = (unsigned long long)(last_entry - first_entry);
     const unsigned long long word = block_head_word(s, totals);
     const SummaryArguments arguments{n_rows, nnz, overflow_capacity, epoch, record, limit, hot_rows, value_bytes,
                                      target50, target90, target99};

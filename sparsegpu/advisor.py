@@ -120,9 +120,10 @@ STATS_COUNTERS = 48  # words of work counters before the statistics buffer (kern
 #: csr_stats_direct: one launch, no tickets, the summary in its last block) instead of csr_stats and
 #: stats_summary.
 DIRECT_MAX_ENTRIES = 8_000_000
-#: csr_stats_direct counts entry positions in 32 bits (fewer registers): it takes no matrix of
-#: more entries than this, whatever DIRECT_MAX_ENTRIES (a round past the last entry stays in range).
-DIRECT_ENTRY_LIMIT = 2**31 - 2**16
+#: csr_stats_direct counts rows and entries in 32 bits (fewer registers and instructions): it takes
+#: no matrix of more rows plus entries than this, whatever DIRECT_MAX_ENTRIES (so that a grid's
+#: blocks past the last row or entry, a round past the last entry, stay in range).
+DIRECT_ITEM_LIMIT = 2**30
 #: 16-byte vectors of columns a thread of csr_stats_direct takes in the smaller grids
 #: (:func:`direct_launch`): fewer make more blocks, each with a shorter walk, but more atomics
 #: merging into the head.
@@ -500,7 +501,7 @@ class _Workspace:
         """The launches for a matrix of ``m > 0`` rows, ``nnz`` entries and these index and value
         types, their arguments set but for the CSR's arrays, the epoch and (direct pass) the
         record; the buffer and queue grown to fit it."""
-        direct = nnz <= min(DIRECT_MAX_ENTRIES, DIRECT_ENTRY_LIMIT)
+        direct = nnz <= DIRECT_MAX_ENTRIES and m + nnz <= DIRECT_ITEM_LIMIT
         # (The rules' limits are in the key, so that a call after they change plans afresh.)
         key = (m, nnz, index_dtype, value_bytes, direct, SINGLE_BLOCK_ITEMS)
         if key != self.plan_key:
