@@ -25,11 +25,12 @@ hosts; :meth:`_Workspace.await_record`). Nothing is set before, copied back afte
 the host (the head comes back only for what the summary leaves to the host: more than 1024 rows
 past the bins, costs past float64's exact integers). The CPU backend fills the same buffer with
 the NumPy twin (sparsegpu/reference/stats.py) and summarises it on the host, so both backends
-give identical statistics. Measured on an H200 (asv_benchmarks/RESULTS.md, thirteenth session),
-end to end against one CSR SpMV call timed the same way: 0.77 to 0.95 on 2-D Poisson matrices
-from 400 to 250,000 rows and at parity at 490,000 (0.93-1.02; both calls take 15-27 us of launch
-latency and, past a few hundred thousand rows, instruction issue), at most 0.92 on the 32 real
-matrices, 0.54 to 0.82 on R-MAT graphs of scale 8 to 20, and at most 0.84 past 490,000 rows.
+give identical statistics. Measured on an H200 (asv_benchmarks/RESULTS.md, fourteenth session),
+end to end against one CSR SpMV call timed the same way: 0.77 to 0.92 on 2-D Poisson matrices
+from 400 to 250,000 rows and 0.78 to 0.92 at 490,000, the hardest size (both calls take 15-27 us
+of launch latency and, past a few hundred thousand rows, instruction issue), at most 0.92 on the
+32 real matrices, 0.53 to 0.83 on R-MAT graphs of scale 8 to 20, and at most 0.83 past 490,000
+rows.
 
 The model, per format f, for ``A @ x`` timed back to back (the host issues the next call while
 the device runs this one, so the slower of the two sets the pace):
@@ -322,7 +323,7 @@ def direct_launch(m: int, nnz: int, index_itemsize: int, multiprocessors: int) -
     fewer and fuller blocks cost less per block's work, up to one round a block: on an H200
     (asv_benchmarks/RESULTS.md, fourteenth session) 2-D Poisson of 360,000 rows took 12.9 us on
     264 blocks against 14.4 on 528, of 490,000 rows 14.6 on 396 (one round) against 15.2 on 528
-    and 17.9 on 264 (two rounds), of 640,000 rows 17.8 on 528 against 19.0 on 396 (two rounds).
+    and 17.9 on 264 (two rounds), of 640,000 rows 17.8 on 528 against 19.0-20.0 on 396 (two rounds).
     At least enough blocks for the rows (then a block takes more).
 
     >>> direct_launch(400, 1920, 4, 132), direct_launch(1024, 4992, 4, 132), direct_launch(90_000, 448_800, 4, 132)
