@@ -10,9 +10,6 @@
 // Pointers from sorted rows (compress_sorted): indptr[r] = the first entry whose row is >= r, a
 // binary search per pointer (every word written once, no atomics, balanced whatever the gaps).
 //
-// Rows from pointers (mark_row_starts): each non-empty row writes its number at its first entry
-// of an array preset to -1 (a driver memset); an inclusive max-scan then carries it over the row.
-//
 // Unsorted COO -> CSR, by most-significant-digit partitions of the rows (no global random scatter):
 //   A segment is a range of positions holding exactly the entries of a range of 2^bits rows; the
 //   top one holds everything. count_digits + partition_tiles split segments by the next DIGIT_BITS
@@ -143,16 +140,6 @@ inspect_coo(const I* __restrict__ rows, const I* __restrict__ cols, const long l
 }
 
 // ---------------------------------------------------------------- pointers <-> rows
-template <class I>
-__global__ void __launch_bounds__(CONVERT_BLOCK)
-mark_row_starts(const I* __restrict__ indptr, const long long n_major, const long long nnz, I* __restrict__ marks) {
-    const long long r = (long long)blockIdx.x * CONVERT_BLOCK + threadIdx.x;
-    if (r >= n_major) return;
-    const I start = indptr[r], end = indptr[r + 1];
-    // Checked, so pointers that are not monotone never write out of bounds.
-    if (end > start && start >= 0 && start < nnz) marks[start] = (I)r;
-}
-
 template <class I>
 __global__ void __launch_bounds__(CONVERT_BLOCK)
 compress_sorted(const I* __restrict__ rows, const long long nnz, const long long n_major, I* __restrict__ indptr) {

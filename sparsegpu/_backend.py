@@ -96,6 +96,20 @@ def backend_of(a: Any) -> Backend:
     return "gpu" if is_device_array(a) else "cpu"
 
 
+def to_host(a: Any) -> np.ndarray:
+    """A NumPy array with ``a``'s contents (a copy from the device for CuPy arrays)."""
+    return a.get() if is_device_array(a) else np.asarray(a)
+
+
+def to_backend(a: Any, backend: Backend) -> Any:
+    """``a`` on ``backend`` (uploaded or downloaded when it is elsewhere, else as it is)."""
+    if backend == "gpu":
+        import cupy
+
+        return cupy.asarray(a)
+    return to_host(a)
+
+
 # --------------------------------------------------------------------------- options
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from sparsegpu import _validate, primitives
+from sparsegpu.primitives import expand_pointers  # noqa: F401  (part of this module's API)
 from sparsegpu._backend import is_device_array
 from sparsegpu._kernels import KernelFile, blocks_for
 from sparsegpu.reference import convert as twin
@@ -53,7 +54,7 @@ DATA_DTYPES = tuple(np.dtype(t) for t in (np.int32, np.int64, np.float32, np.flo
 # Index-only kernels: the value type is a placeholder (int32), the index type is I.
 INDEX_KERNELS = KernelFile(
     "convert.cu",
-    [f"{name}<{{I}}>" for name in ("inspect_coo", "mark_row_starts", "compress_sorted", "count_digits",
+    [f"{name}<{{I}}>" for name in ("inspect_coo", "compress_sorted", "count_digits",
                                    "partition_tiles", "sort_long_chunks", "merge_runs")],
     (np.int32,),
     _INDEX_DTYPES,
@@ -83,33 +84,6 @@ def _multiprocessors() -> int:
 def _launch(name: str, index_dtype: Any, threads: int, args: tuple) -> None:
     """One thread per item (``threads`` of them) of an index kernel."""
     _index_kernel(name, index_dtype)((blocks_for(threads, CONVERT_BLOCK),), (CONVERT_BLOCK,), args)
-
-
-def expand_pointers(indptr: Any, xp: ModuleType) -> Any:
-    """The major index of every stored entry: ``[0, 0, 2, ...]`` from ``indptr`` (positions
-    before ``indptr[0]``, if any, get -1).
-
-    On the GPU: a driver memset presets -1, each non-empty row writes its number at its first
-    entry (kernels/convert.cu mark_row_starts), and an inclusive max-scan carries it over the
-    row (exact; the output is written twice and read once).
-
-    >>> import numpy as np
-    >>> expand_pointers(np.array([0, 2, 2, 3]), np).tolist()
-    [0, 0, 2]
-    """
-    n_major = indptr.size - 1
-    nnz = int(indptr[-1]) if indptr.size else 0
-    if xp is np:
-        first = int(indptr[0]) if indptr.size else 0
-        rows = np.repeat(np.arange(n_major, dtype=indptr.dtype), np.diff(indptr))
-        return np.concatenate([np.full(first, -1, dtype=indptr.dtype), rows]) if first else rows
-    if nnz == 0:
-        return xp.empty(0, dtype=indptr.dtype)
-    work = xp.ascontiguousarray(indptr if indptr.dtype in _INDEX_DTYPES else indptr.astype(np.int64))
-    marks = xp.empty(nnz, dtype=work.dtype)
-    marks.data.memset_async(0xFF, marks.nbytes)  # -1 in any signed integer type; a driver memset
-    _launch("mark_row_starts", work.dtype, n_major, (work, np.int64(n_major), np.int64(nnz), marks))
-    return primitives.inclusive_scan(marks, op="max").astype(indptr.dtype, copy=False)
 
 
 def compress(sorted_major: Any, n_major: int, index_dtype: Any, xp: ModuleType) -> Any:

@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 import sparsegpu
 from sparsegpu import primitives as P
+from sparsegpu.primitives import _common as primitives_common
+from sparsegpu.primitives import scan as primitives_scan
 from sparsegpu._kernels import allow_dynamic_shared
 from sparsegpu.reference import primitives as twin
 from tests.conftest import to_numpy
@@ -151,7 +153,7 @@ def test_scan_constants_mirror_the_kernel(rng):
         return int(re.search(rf"constexpr int {name} = (\d+);", source).group(1))
 
     for name in ("SCAN_BLOCK", "SCAN_THREAD_BYTES", "SCAN_SEGMENTED_THREAD_BYTES", "LOOKBACK_WARPS", "SCAN_CHUNKS_PER_SM"):
-        assert getattr(P, name) == constant(name), name
+        assert getattr(primitives_common, name) == constant(name), name
     x = random_values(rng, 40 * P.SCAN_BLOCK * P.SCAN_THREAD_BYTES // 8 + 3, np.dtype(np.float64))
     want = twin.ordered_lookback_scan(x, block=P.SCAN_BLOCK, thread_bytes=P.SCAN_THREAD_BYTES, span=32 * P.LOOKBACK_WARPS)
     assert_same_bits(P.ordered_scan_twin(x), want)
@@ -444,7 +446,7 @@ FLOAT_SCANS = ["reduce-then-scan", "ordered-lookback"]
 @pytest.fixture(params=FLOAT_SCANS)
 def float_scan(request, monkeypatch):
     """Each way the default (deterministic) float scan can run."""
-    monkeypatch.setattr(P, "DETERMINISTIC_FLOAT_SCAN", request.param)
+    monkeypatch.setattr(primitives_scan, "DETERMINISTIC_FLOAT_SCAN", request.param)
     return request.param
 
 
@@ -512,9 +514,9 @@ def scan_variant(xd, ordered, warps, thread_bytes):
     n = xd.size
     n_tiles = -(-n // (P.SCAN_BLOCK * thread_bytes // xd.dtype.itemsize))
     y = cupy.full(n, np.nan if xd.dtype.kind == "f" else -7, dtype=xd.dtype)
-    shared = P._scan_shared_bytes(False, thread_bytes)
+    shared = primitives_scan._scan_shared_bytes(False, thread_bytes)
     kernel = (floats if xd.dtype.kind == "f" else ints).function(expression(ordered, warps, thread_bytes), xd.dtype)
-    words = P._lookback_state(n_tiles, xd.dtype.itemsize // 4)
+    words = primitives_scan._lookback_state(n_tiles, xd.dtype.itemsize // 4)
     allow_dynamic_shared(kernel, shared)((n_tiles,), (P.SCAN_BLOCK,), (xd, xd, y, np.int64(n), words), shared_mem=shared)
     return y
 
@@ -543,7 +545,7 @@ def test_gpu_ordered_lookback_every_span_is_its_twin(rng, warps, thread_bytes):
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])
 def test_gpu_integer_scans_through_the_ordered_lookback(rng, dtype, monkeypatch):
     """ORDERED_LOOKBACK_FOR_INTEGERS: plain and segmented integer scans stay exact."""
-    monkeypatch.setattr(P, "ORDERED_LOOKBACK_FOR_INTEGERS", True)
+    monkeypatch.setattr(primitives_scan, "ORDERED_LOOKBACK_FOR_INTEGERS", True)
     for n in GPU_SIZES + [2**22 + 3]:
         x = random_values(rng, n, np.dtype(dtype))
         xd = device(x)
@@ -557,7 +559,7 @@ def test_gpu_integer_scans_through_the_ordered_lookback(rng, dtype, monkeypatch)
 
 @pytest.mark.gpu
 def test_gpu_unknown_float_scan_raises(monkeypatch):
-    monkeypatch.setattr(P, "DETERMINISTIC_FLOAT_SCAN", "fastest")
+    monkeypatch.setattr(primitives_scan, "DETERMINISTIC_FLOAT_SCAN", "fastest")
     with pytest.raises(ValueError, match="DETERMINISTIC_FLOAT_SCAN"):
         P.inclusive_scan(device(np.ones(100_000)))
 

@@ -92,12 +92,12 @@ def variant(mode: str) -> Iterator[None]:
         with sparsegpu.options(deterministic=False):
             yield
     elif mode == "reduce-then-scan":
-        saved = primitives.DETERMINISTIC_FLOAT_SCAN
-        primitives.DETERMINISTIC_FLOAT_SCAN = "reduce-then-scan"
+        saved = primitives.scan.DETERMINISTIC_FLOAT_SCAN
+        primitives.scan.DETERMINISTIC_FLOAT_SCAN = "reduce-then-scan"
         try:
             yield
         finally:
-            primitives.DETERMINISTIC_FLOAT_SCAN = saved
+            primitives.scan.DETERMINISTIC_FLOAT_SCAN = saved
     else:
         yield
 

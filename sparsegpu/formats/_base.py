@@ -16,21 +16,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsegpu import _validate
-from sparsegpu._backend import Backend, array_module, is_device_array, resolve_backend
-
-
-def to_host(a: Any) -> np.ndarray:
-    """A NumPy array with ``a``'s contents (a copy from the device for CuPy arrays)."""
-    return a.get() if is_device_array(a) else np.asarray(a)
-
-
-def to_backend(a: Any, backend: Backend) -> Any:
-    """``a`` on ``backend`` (uploaded or downloaded when it is elsewhere, else as it is)."""
-    if backend == "gpu":
-        import cupy
-
-        return cupy.asarray(a)
-    return to_host(a)
+from sparsegpu.primitives import vector_dot
+from sparsegpu._backend import Backend, array_module, is_device_array, resolve_backend, to_backend, to_host  # noqa: F401
 
 
 def as_scipy_sparse(S: Any) -> sp.sparray | sp.spmatrix:
@@ -257,8 +244,6 @@ class SparseMatrix:
     def _spmv_dot(self, x: Any, y: Any, alpha: Any, beta: Any, w: Any, dot: Any) -> Any:
         """The product, then the dot product in a second pass (formats without a fused
         epilogue; every format's CPU twin)."""
-        from sparsegpu.linalg._fused import vector_dot
-
         self._spmv(x, y, alpha, beta, False)
         vector_dot(w, y, dot, self._cache)
         return y

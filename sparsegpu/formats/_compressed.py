@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsegpu import _validate, convert, reference
+from sparsegpu.primitives import dot_scratch
 from sparsegpu._backend import Backend, backend_of, deterministic, resolve_backend
 from sparsegpu._kernels import KernelFile, blocks_for
 from sparsegpu.formats._base import SparseMatrix, to_backend, to_host
@@ -114,20 +115,6 @@ def make_gather_plan(indptr: Any, dtype: np.dtype, tpr: int | None = None) -> Ga
 
 
 NULL_POINTER = np.uint64(0)  # a null device pointer argument
-
-
-def dot_scratch(cache: dict[str, Any], key: str, blocks: int) -> tuple[Any, Any]:
-    """(partials, counter) for a deterministic grid-wide dot product over ``blocks`` blocks
-    (common.cuh ``sg::grid_sums``): ``blocks`` doubles and a ticket counter that the kernel
-    leaves at zero. Allocated on first use and kept in ``cache`` (a matrix's cache), so later
-    calls allocate nothing (CUDA graph capture)."""
-    import cupy
-
-    held = cache.get(key)
-    if held is None or held[0].size < blocks:
-        held = (cupy.empty(blocks, np.float64), cupy.zeros(1, np.uint32))
-        cache[key] = held
-    return held
 
 
 def gather_spmv(plan: GatherPlan, indptr: Any, indices: Any, data: Any, x: Any, y: Any, alpha: Any, beta: Any,

@@ -28,47 +28,11 @@ from typing import Any
 import numpy as np
 
 from sparsegpu._backend import Backend, array_module
-from sparsegpu._kernels import KernelFile, blocks_for, device_properties
-from sparsegpu.formats._compressed import dot_scratch
+from sparsegpu._kernels import blocks_for, device_properties
+from sparsegpu.primitives.dot import (BLOCK, BLOCKS_PER_SM, KRYLOV_KERNELS, NULL_POINTER, OPS, dot_scratch,  # noqa: F401
+                                      krylov_grid, vector_dot)
 from sparsegpu.reference import krylov as twin
 from sparsegpu.reference.spmv import dot_into
-
-BLOCK = 256  # kernels/krylov.cu sg_krylov::BLOCK
-BLOCKS_PER_SM = 8  # 2048 resident threads per SM / BLOCK
-OPS = range(twin.OPS)  # kernels/krylov.cu enum Op
-KRYLOV_KERNELS = KernelFile(
-    "krylov.cu",
-    [f"krylov_step<{{V}}, {op}>" for op in OPS],
-    value_dtypes=(np.float32, np.float64),
-    index_dtypes=(np.int32,),
-)
-NULL_POINTER = np.uint64(0)
-
-
-def krylov_grid(n: int) -> int:
-    """Blocks of a krylov_step launch over n elements: one wave of resident blocks at most."""
-    return min(blocks_for(n, BLOCK), device_properties()["multiprocessors"] * BLOCKS_PER_SM)
-
-
-def vector_dot(w: Any, y: Any, out: Any, cache: dict[str, Any]) -> Any:
-    """``out[0] = w . y`` accumulated in float64 and reduced in a fixed order (bitwise
-    reproducible): kernels/krylov.cu op DOT on the GPU, with reduction scratch kept in ``cache``
-    (nothing allocated after the first call, nothing read back: capturable); NumPy on the CPU.
-    ``w`` and ``y`` are float32 or float64 vectors of one backend, ``out`` a float64 array of
-    shape (1,) on it."""
-    if isinstance(y, np.ndarray):
-        return dot_into(w, y, out)
-    grid = krylov_grid(y.size)
-    partials, counter = dot_scratch(cache, "krylov_dot_scratch", 2 * grid)
-    dummy = y[:0]
-    kernel = KRYLOV_KERNELS.function(f"krylov_step<{{V}}, {twin.DOT}>", y.dtype)
-    kernel(
-        (grid,), (BLOCK,),
-        (np.int64(y.size), w, y, dummy, dummy, dummy, dummy, dummy, np.int32(0), out, NULL_POINTER,
-         partials, counter, NULL_POINTER),
-    )
-    return out
-
 
 class FusedWorkspace:
     """Scalars, status and reduction scratch for one fused solve on one backend."""
