@@ -3,33 +3,74 @@ problem before any kernel launches."""
 
 from __future__ import annotations
 
+import math
+import numbers
+import os
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
-from sparsegpu._backend import backend_of
+from sparsegpu._backend import backend_of, is_device_array
 
 VALUE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64), np.dtype(np.complex128))
 INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 _INT32_MAX = np.iinfo(np.int32).max
+_VALUE_NAMES = "float32, float64, complex64 or complex128"
+_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 
 
 def value_dtype(dtype: Any) -> np.dtype:
-    """The value type a matrix of ``dtype`` is stored in.
+    """The value type a matrix whose values are ``dtype`` is stored in (no dtype requested).
 
     float32, float64, complex64 and complex128 are kept; booleans and integers become float64
     and float16 becomes float32 (kernels exist for the four types only); anything else raises.
     """
-    dt = np.dtype(dtype)
+    dt = _as_dtype("dtype", dtype)
     if dt in VALUE_DTYPES:
         return dt
     if dt.kind in "biu":
         return np.dtype(np.float64)
     if dt == np.float16:
         return np.dtype(np.float32)
-    raise TypeError(
-        f"unsupported value dtype {dt}; sparsegpu stores float32, float64, complex64 or complex128"
-    )
+    raise TypeError(f"unsupported value dtype {dt}; sparsegpu stores {_VALUE_NAMES}")
+
+
+def requested_value_dtype(dtype: Any) -> np.dtype:
+    """A value dtype the caller asked for by name: exactly one of the four stored types."""
+    dt = _as_dtype("dtype", dtype)
+    if dt not in VALUE_DTYPES:
+        raise TypeError(f"dtype {dt} is not supported; sparsegpu stores {_VALUE_NAMES}")
+    return dt
+
+
+def stored_dtype(source: Any, requested: Any = None, casting: str = "same_kind") -> np.dtype:
+    """The stored value type for values of dtype ``source``: ``requested`` (checked, and the cast
+    from ``source`` allowed by NumPy's ``casting`` rule; complex to real needs
+    ``casting="unsafe"``), or :func:`value_dtype` of ``source`` when None."""
+    if requested is None:
+        return value_dtype(source)
+    target = requested_value_dtype(requested)
+    check_cast("values", np.dtype(source), target, casting)
+    return target
+
+
+def check_cast(name: str, source: np.dtype, target: np.dtype, casting: str = "same_kind") -> None:
+    """Raise TypeError when NumPy's ``casting`` rule forbids ``source`` -> ``target``."""
+    if casting not in _CASTINGS:
+        raise ValueError(f"casting must be one of {_CASTINGS}, not {casting!r}")
+    if not np.can_cast(source, target, casting):
+        hint = ' (pass casting="unsafe" to drop imaginary parts)' if source.kind == "c" else ""
+        raise TypeError(f"cannot cast {name} from {source} to {target} under casting={casting!r}{hint}")
+
+
+def _as_dtype(name: str, dtype: Any) -> np.dtype:
+    if dtype is None or isinstance(dtype, bool):
+        raise TypeError(f"{name} must be a NumPy dtype, got {dtype!r}")
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{name} must be a NumPy dtype, got {dtype!r}") from None
 
 
 def index_dtype(shape: tuple[int, int], nnz: int, requested: Any = None) -> np.dtype:
@@ -37,7 +78,7 @@ def index_dtype(shape: tuple[int, int], nnz: int, requested: Any = None) -> np.d
     needs_64 = max(shape[0], shape[1], nnz) > _INT32_MAX
     if requested is None:
         return np.dtype(np.int64 if needs_64 else np.int32)
-    dt = np.dtype(requested)
+    dt = _as_dtype("index_dtype", requested)
     if dt not in INDEX_DTYPES:
         raise TypeError(f"index_dtype must be int32 or int64, not {dt}")
     if dt == np.int32 and needs_64:
@@ -48,13 +89,14 @@ def index_dtype(shape: tuple[int, int], nnz: int, requested: Any = None) -> np.d
 
 
 def shape2d(shape: Any) -> tuple[int, int]:
-    """A (rows, cols) pair of non-negative ints."""
+    """A (rows, cols) pair of non-negative integers (Python or NumPy ints; no floats or bools)."""
     try:
-        m, n = (int(s) for s in shape)
-    except (TypeError, ValueError):
-        raise ValueError(f"shape must be a pair (rows, cols), got {shape!r}") from None
-    if m < 0 or n < 0:
-        raise ValueError(f"shape must be non-negative, got {(m, n)}")
+        pair = tuple(shape)
+    except TypeError:
+        raise TypeError(f"shape must be a pair (rows, cols), got {shape!r}") from None
+    if len(pair) != 2:
+        raise ValueError(f"shape must be a pair (rows, cols), got {shape!r}")
+    m, n = (check_int("shape", s, minimum=0) for s in pair)
     return m, n
 
 
@@ -146,12 +188,153 @@ def check_out(y: Any, length: int, dtype: np.dtype, like: Any) -> None:
         )
 
 
+def check_number(name: str, value: Any) -> Any:
+    """``value`` if it is a number: a Python int, float or complex, a NumPy numeric scalar, or a
+    0-d numeric array (returned as a scalar). None, strings, booleans and arrays raise."""
+    if isinstance(value, np.ndarray) or is_device_array(value):
+        if value.ndim != 0:
+            raise ValueError(f"{name} must be a scalar, got an array of shape {tuple(value.shape)}")
+        value = value.item() if isinstance(value, np.ndarray) else value.get().item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Number, np.number)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    return value
+
+
 def check_scalar(name: str, value: Any, dtype: np.dtype) -> Any:
-    """``value`` as a scalar of ``dtype``; complex scalars for a real matrix raise."""
-    if np.ndim(value) != 0:
-        raise ValueError(f"{name} must be a scalar, got shape {np.shape(value)}")
+    """``value`` as a scalar of ``dtype``; a complex value for a real matrix raises."""
+    value = check_number(name, value)
     if np.iscomplexobj(value) and dtype.kind != "c":
         if np.imag(value) != 0:
             raise TypeError(f"{name} = {value} is complex but the matrix dtype is {dtype}")
         value = np.real(value)
     return dtype.type(value)
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """``value`` if it is a bool (Python or NumPy); anything else raises TypeError."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """``value`` as an int if it is an integer (Python or NumPy, not a bool, not a float) within
+    [minimum, maximum]."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
+    return value
+
+
+def check_positive_finite(name: str, value: Any, *, allow_none: bool = False) -> float | None:
+    """``value`` as a float if it is a real number, positive and finite (or None when allowed)."""
+    if value is None and allow_none:
+        return None
+    value = check_number(name, value)
+    if isinstance(value, (complex, np.complexfloating)):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be positive and finite, got {value}")
+    return value
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def available_bytes(backend: str) -> int:
+    """Memory an allocation on ``backend`` can take now: free device memory plus what CuPy's pool
+    holds unused, or the host's available RAM (MemAvailable; physical memory where unknown)."""
+    if backend == "gpu":
+        import cupy
+
+        free, _ = cupy.cuda.runtime.memGetInfo()
+        return int(free) + int(cupy.get_default_memory_pool().free_bytes())
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
+
+
+def ensure_fits(nbytes: int, what: str, backend: str) -> None:
+    """Raise ValueError, naming ``what`` and the memory available, when ``nbytes`` cannot be
+    allocated on ``backend``; called before allocating from user-given sizes."""
+    if nbytes <= _ALWAYS_FITS:
+        return
+    available = available_bytes(backend)
+    if nbytes > available:
+        where = "free device memory" if backend == "gpu" else "available host memory"
+        raise ValueError(f"{what} needs {_gib(nbytes)} but only {_gib(available)} of {where} is left")
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / 2**30:,.3g} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:,.3g} MiB"
+
+
+#: Allocations up to this size are not checked against free memory (the check costs a call).
+_ALWAYS_FITS = 64 << 20
+
+
+# --------------------------------------------------------------------------- scipy input
+
+
+def check_scipy(S: Any) -> Any:
+    """``S`` if it is a 2-D scipy sparse matrix or array whose stored arrays describe one, checked
+    before any SciPy routine reads them (SciPy's own routines trust them and can crash or write
+    out of bounds when they were changed after construction).
+
+    CSR, CSC and BSR: the compressed checks of :func:`check_compressed`; COO: rows and columns
+    of the data's length, in range; DIA: one offset per stored diagonal. LIL and DOK hold Python
+    lists and dicts that SciPy converts with bounds checks; their result is checked again by the
+    caller's own conversion."""
+    if not sp.issparse(S):
+        raise TypeError(
+            f"expected a scipy.sparse matrix or array, got {type(S).__module__}.{type(S).__name__}"
+        )
+    if S.ndim != 2:
+        raise ValueError(f"expected a 2-D sparse matrix, got {S.ndim}-D")
+    m, n = shape2d(S.shape)
+    fmt = S.format
+    if fmt in ("csr", "csc"):
+        n_major, n_minor = (m, n) if fmt == "csr" else (n, m)
+        names = ("rows", "columns") if fmt == "csr" else ("columns", "rows")
+        check_compressed(S.indptr, S.indices, S.data, n_major, n_minor, *names)
+    elif fmt == "bsr":
+        _check_bsr(S, m, n)
+    elif fmt == "coo":
+        rows, cols = S.row, S.col
+        if S.data.ndim != 1:
+            raise ValueError(f"data must be 1-D, got shape {S.data.shape}")
+        check_index_array("row", rows, S.data.shape[0])
+        check_index_array("col", cols, S.data.shape[0])
+        check_indices_in_range("row", rows, m, "rows")
+        check_indices_in_range("col", cols, n, "columns")
+    elif fmt == "dia":
+        check_index_array("offsets", S.offsets)
+        if S.data.ndim != 2 or S.data.shape[0] != S.offsets.size:
+            raise ValueError(f"a DIA matrix needs data of shape (len(offsets), L), got {S.data.shape} "
+                             f"for {S.offsets.size} offsets")
+    return S
+
+
+def _check_bsr(S: Any, m: int, n: int) -> None:
+    r, c = S.blocksize
+    if S.data.ndim != 3 or S.data.shape[1:] != (r, c):
+        raise ValueError(f"BSR data must have shape (blocks, {r}, {c}), got {S.data.shape}")
+    if r <= 0 or c <= 0 or m % r or n % c:
+        raise ValueError(f"BSR blocksize {(r, c)} does not divide the shape {(m, n)}")
+    check_index_array("indptr", S.indptr, m // r + 1)
+    check_index_array("indices", S.indices, S.data.shape[0])
+    check_compressed(S.indptr, S.indices, np.empty(S.indices.size, np.int8), m // r, n // c,
+                     "block rows", "block columns")
