@@ -256,8 +256,8 @@ def allow_dynamic_shared(kernel: Any, shared: int, what: str = "the kernel") -> 
 
 def emit_instantiation_units(out_dir: Path) -> list[Path]:
     """Write, per registered kernel file, a ``.cu`` that instantiates everything the library
-    launches from it. Returns the paths written."""
-    import sparsegpu  # noqa: F401  (importing the package registers every KernelFile)
+    launches from it. Returns the paths written. Import :mod:`sparsegpu` first: importing the
+    package registers every KernelFile."""
 
     out_dir.mkdir(parents=True, exist_ok=True)
     root = kernel_dir()

@@ -151,6 +151,18 @@ def check_compressed(indptr: Any, indices: Any, data: Any, n_major: int, n_minor
     check_indices_in_range("indices", indices, n_minor, minor)
 
 
+def is_canonical(indptr: np.ndarray, indices: np.ndarray) -> bool:
+    """Whether every row's (column's) indices strictly increase: sorted, without duplicates.
+    Host arrays already checked by :func:`check_compressed`."""
+    if indices.size < 2:
+        return True
+    increasing = indices[1:] > indices[:-1]
+    starts = np.asarray(indptr[1:-1], dtype=np.int64)
+    starts = starts[(starts > 0) & (starts < indices.size)]
+    increasing[starts - 1] = True  # a pair across a row boundary may go down
+    return bool(increasing.all())
+
+
 def check_vector(x: Any, length: int, dtype: np.dtype, name: str = "x") -> Any:
     """x as an array of ``dtype`` (cast only when safe), 1-D of ``length``.
 
@@ -173,19 +185,46 @@ def check_vector(x: Any, length: int, dtype: np.dtype, name: str = "x") -> Any:
 
 
 def check_out(y: Any, length: int, dtype: np.dtype, like: Any) -> None:
-    """y, written in place, is 1-D of ``length``, exactly ``dtype``, and the same kind of array
-    (NumPy or CuPy) as x."""
+    """y, written in place, is a writeable 1-D array of ``length``, exactly ``dtype``, of the same
+    library (NumPy or CuPy) as ``like`` (x), and shares no memory with it."""
     if not hasattr(y, "dtype") or not hasattr(y, "ndim"):
         raise TypeError(f"y must be a NumPy or CuPy array, got {type(y).__name__}")
     if y.ndim != 1 or y.shape[0] != length:
         raise ValueError(f"y must be 1-D of length {length}, got shape {tuple(y.shape)}")
     if y.dtype != dtype:
         raise TypeError(f"y has dtype {y.dtype}; it is written in place, so it must be {dtype}")
-    if backend_of(y) != backend_of(like):
+    check_same_library("y", y, like)
+    if isinstance(y, np.ndarray) and not y.flags.writeable:
+        raise ValueError("y is read-only; pass a writeable array (it is written in place)")
+    if overlaps(y, like):
+        raise ValueError("y must not overlap x: the product reads x while it writes y")
+
+
+def check_same_library(name: str, a: Any, like: Any) -> None:
+    """``a`` is a CuPy array exactly when ``like`` (x) is one."""
+    if backend_of(a) != backend_of(like):
         raise TypeError(
-            f"y is a {'CuPy' if backend_of(y) == 'gpu' else 'NumPy'} array but x is not; "
+            f"{name} is a {'CuPy' if backend_of(a) == 'gpu' else 'NumPy'} array but x is not; "
             "pass both from the same library"
         )
+
+
+def overlaps(a: Any, b: Any) -> bool:
+    """Whether two arrays of one library may share memory (by address ranges on the device)."""
+    if a is b:
+        return True
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return bool(np.may_share_memory(a, b))
+    if is_device_array(a) and is_device_array(b) and a.size and b.size:
+        a_low, b_low = a.data.ptr, b.data.ptr
+        a_high, b_high = a_low + a.nbytes * max(1, _stride_span(a)), b_low + b.nbytes * max(1, _stride_span(b))
+        return a_low < b_high and b_low < a_high
+    return False
+
+
+def _stride_span(a: Any) -> int:
+    """How many times its own bytes a 1-D view spans (its stride over its item size)."""
+    return abs(a.strides[0]) // a.itemsize if a.ndim == 1 and a.strides[0] else 1
 
 
 def check_number(name: str, value: Any) -> Any:

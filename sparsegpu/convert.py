@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from sparsegpu import _validate, primitives
-from sparsegpu.primitives import expand_pointers  # noqa: F401  (part of this module's API)
 from sparsegpu._backend import is_device_array
-from sparsegpu._kernels import KernelFile, blocks_for
+from sparsegpu._kernels import KernelFile, blocks_for, device_properties
+from sparsegpu.primitives import expand_pointers  # noqa: F401  (part of this module's API)
 from sparsegpu.reference import convert as twin
 
 #: Quantiles :func:`row_length_stats` reports.
@@ -76,7 +76,6 @@ def _index_kernel(name: str, index_dtype: Any) -> Any:
 
 
 def _multiprocessors() -> int:
-    from sparsegpu._kernels import device_properties
 
     return device_properties()["multiprocessors"]
 

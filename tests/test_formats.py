@@ -441,7 +441,7 @@ def test_spmv_dot_bad_input(backend):
     with pytest.raises(ValueError, match="square"):
         rect.spmv_dot(xp.ones(4), y, dot)
     rect.spmv_dot(xp.ones(4), y, dot, w=xp.ones(6))  # with w it is fine
-    with pytest.raises(ValueError, match="w must not be y"):
+    with pytest.raises(ValueError, match="w must not overlap y"):
         rect.spmv_dot(xp.ones(4), y, dot, w=y)
     if backend == "gpu":
         with pytest.raises(TypeError, match="moves nothing"):

@@ -16,12 +16,20 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsegpu import _validate
+from sparsegpu._backend import (  # noqa: F401
+    Backend,
+    array_module,
+    is_device_array,
+    resolve_backend,
+    to_backend,
+    to_host,
+)
 from sparsegpu.primitives import vector_dot
-from sparsegpu._backend import Backend, array_module, is_device_array, resolve_backend, to_backend, to_host  # noqa: F401
 
 
 def as_scipy_sparse(S: Any) -> sp.sparray | sp.spmatrix:
-    """``S`` if it is a 2-D scipy sparse matrix or array; otherwise a TypeError naming it."""
+    """``S`` if it is a 2-D scipy sparse matrix or array; otherwise a TypeError naming it. Its
+    stored arrays are not checked here (:func:`sparsegpu._validate.check_scipy` does that)."""
     if not sp.issparse(S):
         raise TypeError(
             f"expected a scipy.sparse matrix or array, got {type(S).__module__}.{type(S).__name__}"
@@ -31,24 +39,59 @@ def as_scipy_sparse(S: Any) -> sp.sparray | sp.spmatrix:
     return S
 
 
-def canonical_scipy(S: Any, layout: str, dtype: Any = None, index_dtype: Any = None) -> sp.sparray:
+def compressed_bytes(n_major: int, nnz: int, value_dtype: Any, index_dtype: Any) -> int:
+    """Bytes of a CSR or CSC with ``n_major`` rows (columns) and ``nnz`` stored entries."""
+    index_bytes = np.dtype(index_dtype).itemsize
+    return (n_major + 1) * index_bytes + nnz * (np.dtype(value_dtype).itemsize + index_bytes)
+
+
+def canonical_scipy(S: Any, layout: str, dtype: Any = None, index_dtype: Any = None,
+                    casting: str = "same_kind") -> sp.sparray:
     """``S`` as a scipy ``csr_array`` or ``csc_array`` in canonical form: duplicates summed,
-    indices sorted, values and indices in the dtypes sparsegpu stores. Explicit zeros are kept
-    (they are stored entries and count in ``nnz``); call ``S.eliminate_zeros()`` first to drop
-    them. The caller's matrix is never modified."""
-    S = as_scipy_sparse(S)
-    value_dt = _validate.value_dtype(S.dtype if dtype is None else dtype)
+    indices sorted, values and indices in the dtypes sparsegpu stores, in arrays of its own.
+
+    ``S``'s arrays are checked first (:func:`as_scipy_sparse`), so no SciPy routine sees a
+    corrupted matrix, and the result's size is checked against the host's memory. Explicit zeros
+    are kept (they are stored entries and count in ``nnz``); call ``S.eliminate_zeros()`` first
+    to drop them. The caller's matrix is never modified and never shared."""
+    S = _validate.check_scipy(S)
+    value_dt = _validate.stored_dtype(S.dtype, dtype, casting)
+    index_dt = _validate.index_dtype(S.shape, S.nnz, index_dtype)
+    n_major = S.shape[0] if layout == "csr" else S.shape[1]
+    _validate.ensure_fits(compressed_bytes(n_major, S.nnz, value_dt, np.int64), f"a {S.shape} {layout.upper()}", "cpu")
     compressed = (sp.csr_array if layout == "csr" else sp.csc_array)(S)
+    # SciPy caches canonical-format flags, which go stale when arrays change after construction.
+    compressed.has_canonical_format = _validate.is_canonical(compressed.indptr, compressed.indices)
     if not compressed.has_canonical_format:
-        # The conversion may share the caller's arrays (also through index-dtype views), and
-        # sum_duplicates works in place: copy first, so the caller's matrix never changes.
+        # The conversion may share the caller's arrays, and sum_duplicates works in place.
         compressed = compressed.copy()
         compressed.sum_duplicates()
-    index_dt = _validate.index_dtype(compressed.shape, compressed.nnz, index_dtype)
-    compressed.data = compressed.data.astype(value_dt, copy=False)
-    compressed.indices = compressed.indices.astype(index_dt, copy=False)
-    compressed.indptr = compressed.indptr.astype(index_dt, copy=False)
+    originals = [a for a in (getattr(S, name, None) for name in ("data", "indices", "indptr", "row", "col"))
+                 if isinstance(a, np.ndarray)]
+    compressed.data = _owned(compressed.data.astype(value_dt, copy=False), originals)
+    compressed.indices = _owned(compressed.indices.astype(index_dt, copy=False), originals)
+    compressed.indptr = _owned(compressed.indptr.astype(index_dt, copy=False), originals)
     return compressed
+
+
+def host_copy(a: Any) -> np.ndarray:
+    """A NumPy array of ``a``'s contents that shares nothing with it."""
+    return a.get() if is_device_array(a) else np.array(a, copy=True)
+
+
+def _owned(a: np.ndarray, originals: list[np.ndarray]) -> np.ndarray:
+    """``a``, copied when it shares memory with any of the caller's ``originals``."""
+    return a.copy() if any(np.may_share_memory(a, o) for o in originals) else a
+
+
+def format_key(format: Any) -> str:
+    """``format`` as a registered format's key (case-insensitive); TypeError or ValueError."""
+    if not isinstance(format, str):
+        raise TypeError(f"format must be a string such as 'csr', got {type(format).__name__} {format!r}")
+    key = format.lower()
+    if key not in SparseMatrix.formats:
+        raise ValueError(f"unknown format {format!r}; known: {', '.join(sorted(SparseMatrix.formats))}")
+    return key
 
 
 class SparseMatrix:
@@ -121,22 +164,50 @@ class SparseMatrix:
         dtype: Any = None,
         index_dtype: Any = None,
         backend: str | None = None,
+        casting: str = "same_kind",
         **params: Any,
     ) -> SparseMatrix:
         """Build from any scipy sparse matrix or array (any scipy format).
 
-        ``dtype``: value type (default: S's, with integers and booleans stored as float64).
-        ``index_dtype``: int32 or int64 (default: int32 when everything fits). ``backend``:
-        ``"gpu"`` or ``"cpu"`` (default: :func:`sparsegpu.backend`). Duplicates are summed and
-        indices sorted; explicit zeros are kept as stored entries.
+        Parameters
+        ----------
+        S : scipy sparse matrix or array
+            Checked before any SciPy routine reads it (see the README's "Errors").
+        dtype : dtype, optional
+            float32, float64, complex64 or complex128 (default: S's, with integers and booleans
+            stored as float64).
+        index_dtype : dtype, optional
+            int32 or int64 (default: int32 when every index fits).
+        backend : {"gpu", "cpu"}, optional
+            Default: :func:`sparsegpu.backend`.
+        casting : str, optional
+            NumPy's casting rule from S's values to ``dtype``; complex to real needs "unsafe".
+        **params
+            The format's parameters.
 
-        The matrix goes to the backend as a CSR (:meth:`CSR.from_scipy
-        <sparsegpu.CSR.from_scipy>`: on the GPU, large matrices stream through
-        :func:`sparsegpu.transfer.upload_csr`), and the format is built from it there.
+        Returns
+        -------
+        SparseMatrix
+            Duplicates summed, indices sorted, explicit zeros kept as stored entries; no memory
+            shared with ``S``.
+
+        Raises
+        ------
+        TypeError
+            ``S`` is not a scipy sparse matrix; an unsupported or unsafe dtype.
+        ValueError
+            ``S``'s arrays do not describe a matrix (indices out of range, pointers not
+            monotone, ...); the matrix cannot fit in memory.
+
+        Examples
+        --------
+        >>> import scipy.sparse as sp, sparsegpu
+        >>> A = sparsegpu.CSR.from_scipy(sp.eye(3, format="coo"), backend="cpu")
+        >>> A.shape, A.nnz
+        ((3, 3), 3)
         """
-        from sparsegpu.formats.csr import CSR
-
-        csr = CSR.from_scipy(S, dtype=dtype, index_dtype=index_dtype, backend=backend)
+        csr = SparseMatrix.formats["csr"].from_scipy(S, dtype=dtype, index_dtype=index_dtype, backend=backend,
+                                                    casting=casting)
         return cls._from_csr(csr, **params)  # CSR and CSC override from_scipy
 
     @classmethod
@@ -153,18 +224,16 @@ class SparseMatrix:
     def asformat(self, format: str, **params: Any) -> SparseMatrix:
         """This matrix in another sparsegpu format (``"coo"``, ``"csr"``, ``"csc"``, ...),
         converted on the matrix's backend."""
-        key = format.lower()
-        if key not in SparseMatrix.formats:
-            raise ValueError(f"unknown format {format!r}; known: {', '.join(sorted(SparseMatrix.formats))}")
+        key = format_key(format)
         if key == self.format and not params:
             return self
         return SparseMatrix.formats[key]._from_csr(self.to_csr(), **params)
 
-    def astype(self, dtype: Any) -> SparseMatrix:
-        """A copy with values cast to ``dtype`` (float32, float64, complex64 or complex128)."""
-        target = _validate.value_dtype(dtype)
-        if np.dtype(dtype) != target:
-            raise TypeError(f"cannot store values as {np.dtype(dtype)}; use one of float32, float64, complex64, complex128")
+    def astype(self, dtype: Any, casting: str = "same_kind") -> SparseMatrix:
+        """A copy with values cast to ``dtype`` (float32, float64, complex64 or complex128)
+        under NumPy's ``casting`` rule (complex to real needs ``casting="unsafe"``)."""
+        target = _validate.requested_value_dtype(dtype)
+        _validate.check_cast("values", self._dtype, target, casting)
         return self._map_values(lambda values: values.astype(target))
 
     def _map_values(self, fn: Any) -> SparseMatrix:
@@ -225,10 +294,9 @@ class SparseMatrix:
             w = x
         else:
             w = _validate.check_vector(w, m, self._dtype, name="w")
-            _validate.check_out(w, m, self._dtype, x)
-            if w is y or (is_device_array(w) and w.size and w.data.ptr == y.data.ptr) or (
-                    isinstance(w, np.ndarray) and np.may_share_memory(w, y)):
-                raise ValueError("w must not be y: the kernel reads w while it writes y")
+            _validate.check_same_library("w", w, x)
+            if _validate.overlaps(w, y):
+                raise ValueError("w must not overlap y: the kernel reads w while it writes y")
         if not hasattr(dot, "dtype") or dot.dtype != np.float64 or tuple(dot.shape) != (1,):
             raise TypeError(f"dot must be a float64 array of shape (1,), got {getattr(dot, 'dtype', type(dot).__name__)} "
                             f"of shape {getattr(dot, 'shape', None)}")
@@ -239,11 +307,15 @@ class SparseMatrix:
             )
         alpha = _validate.check_scalar("alpha", alpha, self._dtype)
         beta = _validate.check_scalar("beta", beta, self._dtype)
+        if self._backend == "cpu":
+            self._host_product(x, y, alpha, beta, False)
+            vector_dot(w, y, dot, self._cache)
+            return y
         return self._spmv_dot(x, y, alpha, beta, w, dot)
 
     def _spmv_dot(self, x: Any, y: Any, alpha: Any, beta: Any, w: Any, dot: Any) -> Any:
         """The product, then the dot product in a second pass (formats without a fused
-        epilogue; every format's CPU twin)."""
+        epilogue)."""
         self._spmv(x, y, alpha, beta, False)
         vector_dot(w, y, dot, self._cache)
         return y
@@ -270,8 +342,7 @@ class SparseMatrix:
                     "this matrix lives on the CPU backend but x is a CuPy array; move the matrix "
                     "with .asbackend('gpu') or pass a NumPy x"
                 )
-            out = np.empty(m, dtype) if y is None else y
-            return self._spmv(x, out, alpha, beta, transpose)
+            return self._host_product(x, np.empty(m, dtype) if y is None else y, alpha, beta, transpose)
         if x_on_device:
             import cupy
 
@@ -287,6 +358,49 @@ class SparseMatrix:
         result.get(out=y)
         return y
 
+    def _host_product(self, x: np.ndarray, y: np.ndarray, alpha: Any, beta: Any, transpose: bool) -> np.ndarray:
+        """The CPU backend's product: SciPy's compiled CSR (CSC for ``A.T``) product over a view of
+        this matrix built once and cached, so the CPU backend runs at SciPy's speed whatever the
+        format. The format's NumPy reference runs only when asked (:meth:`reference_spmv`)."""
+        key = "scipy_t" if transpose else "scipy"
+        view = self._cache.get(key)
+        if view is None:
+            csr = self if self.format == "csr" else self._cache.setdefault("host_csr", self.to_csr())
+            plain = sp.csr_array((csr.data, csr.indices, csr.indptr), shape=self._shape, copy=False)
+            view = self._cache[key] = plain.T if transpose else plain
+        product = view @ x
+        if beta == 0:
+            if alpha == 1:
+                y[...] = product
+            else:
+                np.multiply(product, alpha, out=y)
+        else:
+            y *= beta
+            y += alpha * product
+        return y
+
+    def reference_spmv(self, x: Any, y: Any = None, alpha: Any = 1, beta: Any = 0, transpose: bool = False) -> Any:
+        """``alpha * A @ x + beta * y`` (``A.T`` with ``transpose``) by the format's NumPy
+        reference kernel, over this matrix's arrays (a GPU matrix's layout is rebuilt on the host
+        with the same parameters once, and cached): the oracle the GPU kernels are tested
+        against. NumPy in, NumPy out.
+
+        >>> import numpy as np, scipy.sparse as sp, sparsegpu
+        >>> A = sparsegpu.from_scipy(sp.eye(3), format="ell", backend="cpu")
+        >>> A.reference_spmv(np.arange(3.0)).tolist()
+        [0.0, 1.0, 2.0]
+        """
+        m, n = self._shape[::-1] if transpose else self._shape
+        x = to_host(_validate.check_vector(x, n, self._dtype))
+        if y is not None:
+            _validate.check_out(y, m, self._dtype, x)
+        alpha = _validate.check_scalar("alpha", alpha, self._dtype)
+        beta = _validate.check_scalar("beta", beta, self._dtype)
+        if y is None and beta != 0:
+            raise ValueError("beta is nonzero but no y was given to scale and add")
+        host = self if self._backend == "cpu" else self._cache.setdefault("reference", self.asbackend("cpu"))
+        return host._spmv(x, np.empty(m, self._dtype) if y is None else y, alpha, beta, transpose)
+
     def _spmv(self, x: Any, y: Any, alpha: Any, beta: Any, transpose: bool) -> Any:
         raise NotImplementedError
 
@@ -297,9 +411,7 @@ class SparseMatrix:
         if target == self._backend:
             return self
         csr = self.to_csr()
-        from sparsegpu.formats.csr import CSR
-
-        moved = CSR._make(*(to_backend(a, target) for a in (csr.data, csr.indices, csr.indptr)), csr.shape, target)
+        moved = SparseMatrix.formats["csr"]._make(*(to_backend(a, target) for a in (csr.data, csr.indices, csr.indptr)), csr.shape, target)
         return moved.asformat(self.format) if self.format != "csr" else moved
 
     def __repr__(self) -> str:

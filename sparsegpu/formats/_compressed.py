@@ -20,10 +20,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsegpu import _validate, convert, reference
-from sparsegpu.primitives import dot_scratch
 from sparsegpu._backend import Backend, backend_of, deterministic, resolve_backend
 from sparsegpu._kernels import KernelFile, blocks_for
-from sparsegpu.formats._base import SparseMatrix, to_backend, to_host
+from sparsegpu.formats._base import (
+    SparseMatrix,
+    canonical_scipy,
+    compressed_bytes,
+    host_copy,
+    to_backend,
+)
+from sparsegpu.primitives import dot_scratch
 
 THREADS_PER_ROW = (1, 2, 4, 8, 16, 32)
 ROWS_BLOCK = 256  # kernels/spmv_csr.cu ROWS_BLOCK
@@ -170,29 +176,37 @@ class CompressedMatrix(SparseMatrix):
         index_dtype: Any = None,
         backend: str | None = None,
         check: bool = True,
+        casting: str = "same_kind",
     ) -> None:
         """Build from ``(data, indices, indptr)`` arrays and a shape, as scipy does.
 
         CuPy arrays stay on the GPU; NumPy arrays go to ``backend`` (default: the active one).
-        ``check`` validates lengths, pointer monotonicity and index ranges (costs one pass).
-        Indices need not be sorted within a row or column; duplicates are summed by products.
+        The matrix copies whatever it would otherwise share with the given arrays. ``check``
+        validates lengths, pointer monotonicity and index ranges (one pass; pass False only for
+        arrays known to be valid). Indices need not be sorted within a row or column;
+        duplicates are summed by products. ``dtype`` and ``casting`` as in ``from_scipy``.
         """
         try:
             data, indices, indptr = arg1
         except (TypeError, ValueError):
             raise TypeError(f"{type(self).__name__} expects (data, indices, indptr), got {type(arg1).__name__}") from None
         m, n = _validate.shape2d(shape)
-        first = next((a for a in (data, indices, indptr) if hasattr(a, "dtype")), None)
+        check = _validate.check_bool("check", check)
+        given = (data, indices, indptr)
+        first = next((a for a in given if hasattr(a, "dtype")), None)
         target: Backend = "gpu" if first is not None and backend_of(first) == "gpu" else resolve_backend(backend)
-        data, indices, indptr = (to_backend(a, target) for a in (data, indices, indptr))
+        data, indices, indptr = (to_backend(a, target) for a in given)
         n_major, n_minor = (m, n) if self._major_axis == 0 else (n, m)
         major, minor = ("rows", "columns") if self._major_axis == 0 else ("columns", "rows")
         if check:
             _validate.check_compressed(indptr, indices, data, n_major, n_minor, major, minor)
-        value_dt = _validate.value_dtype(data.dtype if dtype is None else dtype)
+        value_dt = _validate.stored_dtype(data.dtype, dtype, casting)
         index_dt = _validate.index_dtype((m, n), indices.size, index_dtype)
-        self._set(data.astype(value_dt, copy=False), indices.astype(index_dt, copy=False),
-                  indptr.astype(index_dt, copy=False), (m, n), target)
+        arrays = (data.astype(value_dt, copy=False), indices.astype(index_dt, copy=False),
+                  indptr.astype(index_dt, copy=False))
+        # A matrix owns its arrays: never the caller's memory.
+        self._set(*(a.copy() if any(_validate.overlaps(a, g) for g in given if hasattr(g, "dtype")) else a
+                    for a in arrays), (m, n), target)
 
     def _set(self, data: Any, indices: Any, indptr: Any, shape: tuple[int, int], backend: Backend) -> None:
         self._init_base(shape, data.dtype, indices.dtype, backend)
@@ -210,23 +224,18 @@ class CompressedMatrix(SparseMatrix):
         return cls._make(*(to_backend(a, backend) for a in (S.data, S.indices, S.indptr)), S.shape, backend)
 
     @classmethod
-    def from_scipy(cls, S: Any, *, dtype: Any = None, index_dtype: Any = None, backend: str | None = None, **params: Any) -> Any:
-        from sparsegpu import transfer
-        from sparsegpu.formats._base import as_scipy_sparse, canonical_scipy
-
+    def from_scipy(cls, S: Any, *, dtype: Any = None, index_dtype: Any = None, backend: str | None = None,
+                   casting: str = "same_kind", **params: Any) -> Any:
         if params:
             raise TypeError(f"{cls.__name__}.from_scipy takes no format parameters, got {sorted(params)}")
         target = resolve_backend(backend)
-        if target == "gpu" and transfer.worth_streaming(S):
-            if cls._major_axis == 0:
-                return transfer.upload_csr(S, dtype=dtype, index_dtype=index_dtype)
-            # A CSC's arrays are the CSR arrays of the transpose: stream those.
-            C = sp.csc_array(as_scipy_sparse(S))
-            T = transfer.upload_csr(sp.csr_array((C.data, C.indices, C.indptr), shape=C.shape[::-1], copy=False),
-                                    dtype=dtype, index_dtype=index_dtype)
-            return cls._make(T.data, T.indices, T.indptr, C.shape, target)
         layout = "csr" if cls._major_axis == 0 else "csc"
-        return cls._from_canonical_scipy(canonical_scipy(S, layout, dtype, index_dtype), target)
+        canonical = canonical_scipy(S, layout, dtype, index_dtype, casting)
+        if target == "gpu":
+            n_major = canonical.shape[1 - cls._major_axis]
+            _validate.ensure_fits(compressed_bytes(n_major, canonical.nnz, canonical.dtype, canonical.indices.dtype),
+                                  f"a {canonical.shape} {layout.upper()}", "gpu")
+        return cls._from_canonical_scipy(canonical, target)
 
     @property
     def nnz(self) -> int:
@@ -239,7 +248,7 @@ class CompressedMatrix(SparseMatrix):
         return self._make(fn(self.data), self.indices, self.indptr, self._shape, self._backend)
 
     def to_scipy(self) -> sp.sparray:
-        return self._scipy_class((to_host(self.data), to_host(self.indices), to_host(self.indptr)), shape=self._shape)
+        return self._scipy_class(tuple(host_copy(a) for a in (self.data, self.indices, self.indptr)), shape=self._shape)
 
     def _swapped_arrays(self) -> tuple[Any, Any, Any]:
         """The other orientation's (data, indices, indptr), built on first use and cached."""

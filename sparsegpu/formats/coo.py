@@ -13,6 +13,7 @@ from sparsegpu._backend import Backend, backend_of, deterministic, resolve_backe
 from sparsegpu._kernels import KernelFile, blocks_for
 from sparsegpu.formats._base import SparseMatrix, to_backend, to_host
 from sparsegpu.formats._compressed import scale_in_place
+from sparsegpu.formats.csr import CSR
 
 TILE = 512  # kernels/spmv_coo.cu TILE
 TILE_BLOCK = 256  # kernels/spmv_coo.cu TILE_BLOCK
@@ -140,8 +141,6 @@ class COO(SparseMatrix):
         return cls._make(rows, csr.indices, csr.data, csr.shape, csr.backend)
 
     def to_csr(self) -> Any:
-        from sparsegpu.formats.csr import CSR
-
         indptr = convert.compress(self.row, self._shape[0], self._index_dtype, self._xp)
         return CSR._make(self.data, self.col, indptr, self._shape, self._backend)
 

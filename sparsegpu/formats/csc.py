@@ -8,6 +8,7 @@ from typing import Any
 import scipy.sparse as sp
 
 from sparsegpu.formats._compressed import CompressedMatrix
+from sparsegpu.formats.csr import CSR
 
 
 class CSC(CompressedMatrix):
@@ -38,7 +39,5 @@ class CSC(CompressedMatrix):
         return cls._make(data, indices, indptr, csr.shape, csr.backend)
 
     def to_csr(self) -> Any:
-        from sparsegpu.formats.csr import CSR
-
         data, indices, indptr = self._swapped_arrays()
         return CSR._make(data, indices, indptr, self._shape, self._backend)

@@ -21,6 +21,7 @@ from sparsegpu._backend import Backend, deterministic, resolve_backend
 from sparsegpu._kernels import KernelFile, blocks_for, device_properties
 from sparsegpu.formats._base import SparseMatrix
 from sparsegpu.formats._compressed import NULL_POINTER, dot_scratch
+from sparsegpu.formats.csr import CSR
 from sparsegpu.reference import regular as twins
 from sparsegpu.reference.spmv import dot_into
 
@@ -45,8 +46,6 @@ def csr_from_positions(rows: Any, positions: Any, cols: Any, values: Any, shape:
                        index_dtype: Any, backend: Backend, xp: ModuleType) -> Any:
     """The CSR holding entry ``(rows[j], cols[j]) = values[j]`` at place ``positions[j]`` of its
     row (positions of a row are 0, 1, ..., in any order): one scatter, deterministic."""
-    from sparsegpu.formats.csr import CSR
-
     indptr = convert.compress(rows, shape[0], index_dtype, xp)
     destination = indptr[rows] + positions
     out_cols = xp.empty(cols.size, dtype=index_dtype)
@@ -160,8 +159,6 @@ class RegularMatrix(SparseMatrix):
             return self._forward(x, y, alpha, beta)
         if deterministic():
             if "transpose" not in self._cache:
-                from sparsegpu.formats.csr import CSR
-
                 data, indices, indptr = self.to_csr()._swapped_arrays()
                 self._cache["transpose"] = CSR._make(data, indices, indptr, self._shape[::-1], self._backend)
             return self._cache["transpose"]._spmv(x, y, alpha, beta, False)

@@ -14,7 +14,12 @@ import numpy as np
 
 from sparsegpu import convert, primitives
 from sparsegpu._kernels import KernelFile, blocks_for
-from sparsegpu.formats.ell import RegularMatrix, csr_from_positions, fill_slots, reject_params
+from sparsegpu.formats.ell import (
+    RegularMatrix,
+    csr_from_positions,
+    fill_slots,
+    reject_params,
+)
 from sparsegpu.reference import regular as twins
 
 JDS_BLOCK = 256  # kernels/spmv_jds.cu JDS_BLOCK

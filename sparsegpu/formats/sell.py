@@ -50,9 +50,20 @@ import numpy as np
 
 from sparsegpu import primitives
 from sparsegpu._backend import array_module, backend_of
-from sparsegpu._kernels import KernelFile, allow_dynamic_shared, blocks_for, device_properties
+from sparsegpu._kernels import (
+    KernelFile,
+    allow_dynamic_shared,
+    blocks_for,
+    device_properties,
+)
 from sparsegpu.formats._compressed import NULL_POINTER
-from sparsegpu.formats.ell import RegularMatrix, csr_from_positions, fill_slots, int_at_least, reject_params
+from sparsegpu.formats.ell import (
+    RegularMatrix,
+    csr_from_positions,
+    fill_slots,
+    int_at_least,
+    reject_params,
+)
 from sparsegpu.formats.jds import sorted_by_length
 from sparsegpu.reference import regular as twins
 
