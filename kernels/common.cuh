@@ -1,6 +1,11 @@
 // Shared device code: value and index traits, the complex type, read-only loads, warp shuffles,
 // sub-warp and block reductions, atomics. No standard headers, so the same source compiles
 // under NVRTC (through sparsegpu._kernels) and under nvcc (CI).
+//
+// Namespace-scope constants in kernels/ are `inline constexpr`: every .cu file is also included
+// by other units (the instantiation units CI compiles, spmv_sell.cu includes spmv_ell.cu), and
+// an inline constant has one definition across them, like a header's. Most are read only inside
+// templates, which a unit that instantiates none leaves unreferenced.
 #pragma once
 
 namespace sg {
@@ -117,7 +122,7 @@ SG_COMPLEX_HINTS(double, "f64", "d")
 #undef SG_COMPLEX_HINTS
 
 // ---------------------------------------------------------------- shuffles over any value type
-constexpr unsigned FULL_MASK = 0xffffffffu;
+inline constexpr unsigned FULL_MASK = 0xffffffffu;
 
 template <class V> __device__ __forceinline__ V shfl_down(V v, int delta, int width = 32) {
     return __shfl_down_sync(FULL_MASK, v, delta, width);
@@ -280,6 +285,14 @@ template <int BLOCK, class Op, class V> __device__ __forceinline__ V block_reduc
     }
     return v;
 }
+
+// Uninitialised storage for N values of V, for a function-scope __shared__ array: one of V
+// itself would ask for a dynamic initialisation when V has a constructor (sg::complex), and
+// shared memory runs none. Write before reading, as with any shared array.
+template <class V, int N> struct alignas(V) uninitialised_array {
+    unsigned char bytes[N * sizeof(V)];
+    __device__ __forceinline__ V* data() { return reinterpret_cast<V*>(bytes); }
+};
 
 // 16 bytes of V, for vector loads and stores.
 template <class V> struct __align__(16) vec16 {

@@ -1,4 +1,4 @@
-// Layout conversion on the device (sparsegpu/convert.py; NumPy twins in
+// Layout conversion on the device (sparsegpu/convert.py; NumPy references in
 // sparsegpu/reference/convert.py, same arguments, same layouts).
 //
 // COO inspection (inspect_coo): one read of rows and cols giving min/max row, min/max column and
@@ -29,15 +29,15 @@
 // the result is canonical and bitwise reproducible whatever order the atomics gave on the way.
 #include "common.cuh"
 
-constexpr int CONVERT_BLOCK = 256;
-constexpr int SHORT_ROW = 32;  // long rows are sorted in chunks of one warp's width, then merged
-constexpr int DIGIT_BITS = 8;  // row bits one partition pass splits by
-constexpr int DIGITS = 1 << DIGIT_BITS;
-constexpr int TILE_ITEMS = 16;  // entries per thread of a partition tile
+inline constexpr int CONVERT_BLOCK = 256;
+inline constexpr int SHORT_ROW = 32;  // long rows are sorted in chunks of one warp's width, then merged
+inline constexpr int DIGIT_BITS = 8;  // row bits one partition pass splits by
+inline constexpr int DIGITS = 1 << DIGIT_BITS;
+inline constexpr int TILE_ITEMS = 16;  // entries per thread of a partition tile
 // 4096 entries over 256 digits: ~16-entry runs per digit (64 bytes of int32) for random rows.
-constexpr int PARTITION_TILE = CONVERT_BLOCK * TILE_ITEMS;
-constexpr int SEGMENT_ROWS = DIGITS;  // most rows a leaf segment spans (one byte per local row)
-constexpr int LOCAL_ROW = 256;  // rows up to this long are rank-sorted in shared memory (O(length) each)
+inline constexpr int PARTITION_TILE = CONVERT_BLOCK * TILE_ITEMS;
+inline constexpr int SEGMENT_ROWS = DIGITS;  // most rows a leaf segment spans (one byte per local row)
+inline constexpr int LOCAL_ROW = 256;  // rows up to this long are rank-sorted in shared memory (O(length) each)
 // Most entries a leaf sorted in shared memory holds: (col, pos), a row byte and a 16-bit source
 // slot each, within 48 KB of static shared memory.
 template <class I> __host__ __device__ constexpr int segment_capacity() { return sizeof(I) == 4 ? 4096 : 2048; }
@@ -45,14 +45,14 @@ template <class I> __host__ __device__ constexpr int segment_capacity() { return
 // (ptxas spills there with more, at PARTITION_BLOCKS_PER_SM's register limit).
 template <class V> __host__ __device__ constexpr int gather_batch() { return sizeof(V) > 8 ? 4 : 8; }
 template <> __host__ __device__ constexpr int gather_batch<int>() { return 2; }
-constexpr long long LONG_PIECE = 1 << 9, FIRST_PIECE = 1 << 10;  // leaf flags (sort_segments)
+inline constexpr long long LONG_PIECE = 1 << 9, FIRST_PIECE = 1 << 10;  // leaf flags (sort_segments)
 // Resident blocks per multiprocessor partition_tiles and sort_segments are compiled for: at most 85
 // registers a thread, no spills, and their shared memory allows it. Both wait on memory; batched
 // loads (a tile's 16 items, GATHER_BATCH gathers) keep enough bytes in flight at this occupancy.
-constexpr int PARTITION_BLOCKS_PER_SM = 3;
+inline constexpr int PARTITION_BLOCKS_PER_SM = 3;
 static_assert(DIGITS == CONVERT_BLOCK && SEGMENT_ROWS == CONVERT_BLOCK, "one thread per digit and per leaf row");
-constexpr int INSPECT_ITEMS = 4;  // entries per thread in flight in inspect_coo
-constexpr unsigned long long SIGN_BIT = 0x8000000000000000ull;
+inline constexpr int INSPECT_ITEMS = 4;  // entries per thread in flight in inspect_coo
+inline constexpr unsigned long long SIGN_BIT = 0x8000000000000000ull;
 
 // A COO entry while it is being sorted: its column and its position in the input.
 template <class I> struct __align__(2 * sizeof(I)) Entry {
@@ -67,7 +67,6 @@ template <class I> __device__ __forceinline__ Entry<I> padding_entry() {
 }
 
 __device__ __forceinline__ unsigned long long order_key(long long v) { return (unsigned long long)v ^ SIGN_BIT; }
-
 
 // Block sum of a per-thread count, added to *total by thread 0 (one atomic per block).
 __device__ __forceinline__ void add_block_count(unsigned long long count, unsigned long long* total) {
@@ -333,16 +332,13 @@ partition_tiles(const I* __restrict__ src_rows, const I* __restrict__ src_cols, 
 
 // Rank of `mine` among the warp's SHORT_ROW entries in `shared` (the first `count` of them):
 // entries before it, plus equal ones in lower lanes (only padding repeats), so ranks are a
-// permutation. `first` says no entry of the same column comes before it.
+// permutation.
 template <class I>
-__device__ __forceinline__ int rank_in_warp(const Entry<I>* shared, int count, const Entry<I>& mine, int lane,
-                                            bool& first) {
+__device__ __forceinline__ int rank_in_warp(const Entry<I>* shared, int count, const Entry<I>& mine, int lane) {
     int rank = 0;
-    first = true;
     for (int k = 0; k < count; ++k) {
         const Entry<I> other = shared[k];  // the same address for every lane: a broadcast
         rank += before(other, mine) || (k < lane && !before(mine, other));
-        if (other.col == mine.col && other.pos < mine.pos) first = false;
     }
     return rank;
 }
@@ -507,8 +503,7 @@ sort_long_chunks(const I* __restrict__ row_ptr, const I* __restrict__ long_rows,
     const Entry<I> mine = i < length ? entries[start + i] : padding_entry<I>();
     shared[lane] = mine;
     __syncwarp();
-    bool first;
-    const int rank = rank_in_warp(shared, SHORT_ROW, mine, lane, first);
+    const int rank = rank_in_warp(shared, SHORT_ROW, mine, lane);
     work[chunk * SHORT_ROW + rank] = mine;
 }
 

@@ -25,10 +25,10 @@
 // All counting uses integer atomics: exact, so the result is reproducible.
 #include "common.cuh"
 
-constexpr int HIST_BLOCK = 256;
-constexpr int HIST_VECS = 8;
-constexpr int UNIFORM_EDGES = 0, ARRAY_EDGES = 1, INTEGER_EDGES = 2;
-constexpr int GLOBAL_COUNTS = 0, WARP_REPLICAS = 1, LANE_COLUMNS = 2;
+inline constexpr int HIST_BLOCK = 256;
+inline constexpr int HIST_VECS = 8;
+inline constexpr int UNIFORM_EDGES = 0, ARRAY_EDGES = 1, INTEGER_EDGES = 2;
+inline constexpr int GLOBAL_COUNTS = 0, WARP_REPLICAS = 1, LANE_COLUMNS = 2;
 
 // Bin edges, either equal-width (edge i = i * step + lo, the last one hi: np.linspace's values,
 // rounded the same way, so no array is needed) or read from an array (global or shared memory).

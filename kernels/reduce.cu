@@ -15,11 +15,11 @@
 // Operators are objects (sg::Sum<V>, sg::Min<V>, sg::Max<V>) passed as template parameters.
 #include "common.cuh"
 
-constexpr int REDUCE_BLOCK = 256;
-constexpr int SEGMENT_BLOCK = 256;
-constexpr int LONG_BLOCK = 256;
-constexpr int LONG_ITEMS = 16;
-constexpr int LONG_CHUNK = LONG_BLOCK * LONG_ITEMS;
+inline constexpr int REDUCE_BLOCK = 256;
+inline constexpr int SEGMENT_BLOCK = 256;
+inline constexpr int LONG_BLOCK = 256;
+inline constexpr int LONG_ITEMS = 16;
+inline constexpr int LONG_CHUNK = LONG_BLOCK * LONG_ITEMS;
 
 // partials[blockIdx.x] = fold of the block's share of x[0:n].
 template <class V, class Op, int VECS>

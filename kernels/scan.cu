@@ -17,9 +17,8 @@
 //    each tile publishes its aggregate, then its inclusive prefix, and gets its own prefix from
 //    its predecessors' published values. The first WARPS warps of the block (a template
 //    parameter, LOOKBACK_WARPS unless named; any of 1 ... SCAN_BLOCK / 32) poll at once, one
-//    predecessor per thread: a span of SPAN = 32 * WARPS tiles per L2 round trip
-//    (one warp and 32 tiles per round trip limited the earlier design to ~60% of copy
-//    bandwidth: the prefixes could not advance faster than 32 tiles per round trip).
+//    predecessor per thread: a span of SPAN = 32 * WARPS tiles per L2 round trip (with a single
+//    warp, the prefixes could not advance faster than 32 tiles per round trip).
 //    ORDERED = false (integers, and floats when not deterministic): the nearest inclusive prefix
 //    in the span, joined with the aggregates after it; if the span has none, its aggregates are
 //    joined and the next span is polled. Exact for integers; for floats the association
@@ -34,8 +33,8 @@
 //    soon as it is loaded), and never for a serial fold: the prefixes advance SPAN tiles per
 //    round trip, and the bits do not depend on timing. The float error grows with
 //    t / SPAN + log2(SPAN) additions instead of t.
-//    sparsegpu/reference/primitives.py ordered_lookback_scan computes the same bits when told
-//    the same SPAN and tile (sparsegpu.primitives.ordered_scan_twin passes this file's).
+//    The NumPy reference, ordered_lookback_scan in sparsegpu/reference/primitives.py, computes
+//    the same bits when told the same SPAN and tile (sparsegpu/primitives.py passes this file's).
 //  - reduce-then-scan, reproducible: scan_chunk_totals (each block folds a fixed range of tiles),
 //    scan_totals (one block scans the chunk totals), scan_chunks (each block scans its range again,
 //    starting from its chunk's prefix). Reads x twice: about 2/3 of the single pass's throughput.
@@ -65,18 +64,18 @@
 // ---------------------------------------------------------------- tuning (compile-time knobs)
 // sparsegpu/primitives.py mirrors SCAN_BLOCK, SCAN_THREAD_BYTES, SCAN_SEGMENTED_THREAD_BYTES and
 // LOOKBACK_WARPS (tile sizes, look-back state size and the ordered association), and
-// tests/test_primitives.py checks that it does. scratch/sweep_scan.py rewrites these lines.
-constexpr int SCAN_BLOCK = 256;
+// tests/test_primitives.py checks that it does.
+inline constexpr int SCAN_BLOCK = 256;
 // Bytes of values per thread, multiples of 16: a plain tile is SCAN_BLOCK * 256 B = 64 KiB of
 // (dynamic) shared memory, so 3 blocks fit on an SM (228 KiB); a segmented tile is held in
-// registers. scan_single_pass also takes the plain size as a template parameter (the tests and
-// scratch/sweep_scan.py try 128, 192 and 256). H200, 2^28 elements, ordered look-back: 128 B
-// with 8 polling warps 79-80% of copy, 256 B with 2 warps 87% (fifth session: fewer, larger
-// tiles leave fewer look-back round trips, and two warps poll less L2 than eight).
-constexpr int SCAN_THREAD_BYTES = 256;
-constexpr int SCAN_SEGMENTED_THREAD_BYTES = 32;
+// registers. scan_single_pass also takes the plain size as a template parameter (the tests try
+// 128, 192 and 256). 256 B with 2 polling warps is the fastest of those (measured on an H200,
+// see docs/performance.md): fewer, larger tiles leave fewer look-back round trips, and two
+// warps poll less L2 than eight.
+inline constexpr int SCAN_THREAD_BYTES = 256;
+inline constexpr int SCAN_SEGMENTED_THREAD_BYTES = 32;
 // Shared memory of an SM (H100 and H200: 228 KiB) and what the driver keeps of it per block.
-constexpr int SCAN_SM_SHARED_BYTES = 228 * 1024, SCAN_BLOCK_RESERVED_SHARED_BYTES = 1024;
+inline constexpr int SCAN_SM_SHARED_BYTES = 228 * 1024, SCAN_BLOCK_RESERVED_SHARED_BYTES = 1024;
 // Blocks per SM a single-pass kernel with plain tiles of THREAD_BYTES per thread is compiled for:
 // as many as the tiles' shared memory lets reside (plus the driver's reservation and up to 1 KiB
 // of static shared variables per block), at most 2048 threads (caps registers at
@@ -86,22 +85,21 @@ template <int THREAD_BYTES> __host__ __device__ constexpr int scan_min_blocks() 
     constexpr int fit = SCAN_SM_SHARED_BYTES / (SCAN_BLOCK * THREAD_BYTES + SCAN_BLOCK_RESERVED_SHARED_BYTES + 1024);
     return fit < 2048 / SCAN_BLOCK ? fit : 2048 / SCAN_BLOCK;
 }
-constexpr int SCAN_SEGMENTED_MIN_BLOCKS = 4;
+inline constexpr int SCAN_SEGMENTED_MIN_BLOCKS = 4;
 // Reduce-then-scan: blocks per SM, all resident (primitives.py SCAN_CHUNKS_PER_SM).
-constexpr int SCAN_CHUNKS_PER_SM = 3;  // three 64 KiB tiles fit an SM
+inline constexpr int SCAN_CHUNKS_PER_SM = 3;  // three 64 KiB tiles fit an SM
 // Warps that poll predecessors (one each per thread): the look-back span is 32 * LOOKBACK_WARPS
 // tiles. Any of 1 ... SCAN_BLOCK / 32 is correct (scan_single_pass's WARPS parameter; the GPU
-// tests cover them all); primitives.py mirrors it and hands 32 * LOOKBACK_WARPS to the twin
-// (ordered_scan_twin). The twin once defaulted to a span of 256 and the tests called it without
-// one, so a build with 4 warps (span 128) was compared with the wrong association.
-constexpr int LOOKBACK_WARPS = 2;
+// tests cover them all); primitives.py mirrors it and hands the span 32 * LOOKBACK_WARPS to the
+// NumPy reference, whose association depends on it.
+inline constexpr int LOOKBACK_WARPS = 2;
 // Nanoseconds a polling thread sleeps after finding a predecessor not yet published (0: spin).
 // Spinning threads re-read the same few L2 lines; a pause leaves L2 to the loads and stores.
-constexpr int LOOKBACK_BACKOFF_NS = 0;
+inline constexpr int LOOKBACK_BACKOFF_NS = 0;
 // Copy whole tiles into shared memory with cp.async (no registers in flight) rather than
-// through registers with streaming loads. Through registers was faster on the H200 (2^28
-// elements: int32 80-81% of copy against 70-72%, float64 ordered 79% against 76%).
-constexpr bool SCAN_CP_ASYNC = false;
+// through registers with streaming loads. Off: through registers is faster (measured on an
+// H200, see docs/performance.md).
+inline constexpr bool SCAN_CP_ASYNC = false;
 
 static_assert(SCAN_BLOCK % 32 == 0 && LOOKBACK_WARPS >= 1 && LOOKBACK_WARPS <= SCAN_BLOCK / 32,
               "the look-back warps are warps of the block");
@@ -140,7 +138,7 @@ __device__ __forceinline__ unsigned long long load_relaxed(const unsigned long l
     return v;
 }
 
-constexpr unsigned AGGREGATE = 1, INCLUSIVE_PREFIX = 2;
+inline constexpr unsigned AGGREGATE = 1, INCLUSIVE_PREFIX = 2;
 
 template <class T> struct Descriptor {
     static constexpr int WORDS = (int)((sizeof(T) + 3) / 4);

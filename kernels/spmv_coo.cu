@@ -15,8 +15,8 @@
 // when the `deterministic` option is off.
 #include "common.cuh"
 
-constexpr int TILE = 512;
-constexpr int TILE_BLOCK = 256;
+inline constexpr int TILE = 512;
+inline constexpr int TILE_BLOCK = 256;
 
 template <class V, class I, bool GATHER>
 __global__ void __launch_bounds__(TILE_BLOCK)

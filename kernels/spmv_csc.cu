@@ -6,7 +6,7 @@
 // The same kernel computes the transposed product of a CSR matrix.
 #include "common.cuh"
 
-constexpr int SCATTER_BLOCK = 256;
+inline constexpr int SCATTER_BLOCK = 256;
 
 template <class V, class I, int TPC>
 __global__ void __launch_bounds__(SCATTER_BLOCK)

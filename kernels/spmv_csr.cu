@@ -11,10 +11,10 @@
 // The same kernels compute the transposed product of a CSC matrix (its arrays are A^T's CSR).
 #include "common.cuh"
 
-constexpr int ROWS_BLOCK = 256;
-constexpr int LONG_BLOCK = 256;
-constexpr int LONG_ITEMS = 8;
-constexpr int LONG_CHUNK = LONG_BLOCK * LONG_ITEMS;
+inline constexpr int ROWS_BLOCK = 256;
+inline constexpr int LONG_BLOCK = 256;
+inline constexpr int LONG_ITEMS = 8;
+inline constexpr int LONG_CHUNK = LONG_BLOCK * LONG_ITEMS;
 
 // With `dot` non-null, also *dot = sum over owned rows of w[row] * y[row] (the y written here,
 // in float64), reduced deterministically (sg::grid_sums; `partials` one double per block). y is
@@ -41,8 +41,8 @@ csr_spmv_rows(const I* __restrict__ indptr, const I* __restrict__ indices, const
     I j = begin + lane;
     // Four entries per step put four independent index -> x load chains in flight; the sum
     // still adds them in entry order, so the result is the same as the plain loop's.
-    // (No L2 evict-first hint on the entries here: a sub-warp of TPR lanes consumes a line over
-    // several steps, and the hint cost 30% on the 27-point stencil.)
+    // No L2 evict-first hint on the entries: a sub-warp of TPR lanes consumes a line over several
+    // steps, and the hint slowed the 27-point stencil (measured on an H200, see docs/performance.md).
     for (; j + 3 * TPR < end; j += 4 * TPR) {
         const I c0 = sg::ldg(indices + j), c1 = sg::ldg(indices + j + TPR);
         const I c2 = sg::ldg(indices + j + 2 * TPR), c3 = sg::ldg(indices + j + 3 * TPR);
@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(LONG_BLOCK)
 csr_spmv_long_chunks(const I* __restrict__ indptr, const I* __restrict__ indices, const V* __restrict__ data,
                      const V* __restrict__ x, const I* __restrict__ long_rows, const I* __restrict__ chunk_first,
                      const I* __restrict__ chunk_slot, V* __restrict__ partials) {
-    __shared__ V scratch[LONG_BLOCK / 32];
+    __shared__ sg::uninitialised_array<V, LONG_BLOCK / 32> scratch;
     const I chunk = blockIdx.x;
     const I slot = chunk_slot[chunk];
     const I row = long_rows[slot];
@@ -78,7 +78,7 @@ csr_spmv_long_chunks(const I* __restrict__ indptr, const I* __restrict__ indices
     const I end = begin + LONG_CHUNK < row_end ? begin + (I)LONG_CHUNK : row_end;
     V sum = V(0);
     for (I j = begin + threadIdx.x; j < end; j += LONG_BLOCK) sum = sum + sg::ldg(data + j) * sg::ldg(x + sg::ldg(indices + j));
-    sum = sg::block_sum<LONG_BLOCK>(sum, scratch);
+    sum = sg::block_sum<LONG_BLOCK>(sum, scratch.data());
     if (threadIdx.x == 0) partials[chunk] = sum;
 }
 

@@ -11,11 +11,8 @@
 // one pass: one thread per rank copies its row's entries to their slots and writes the padding.
 #include "common.cuh"
 
-constexpr int ELL_BLOCK = 256;
-// ell_spmv's grid: at most this many blocks per multiprocessor (2048 resident threads / ELL_BLOCK;
-// measured best on the H200 among 2, 4, 6, 8 and 16).
-constexpr int ELL_BLOCKS_PER_SM = 8;
-constexpr int PADDED_UNROLL = 4;  // slots in flight per thread: four independent load chains
+inline constexpr int ELL_BLOCK = 256;
+inline constexpr int PADDED_UNROLL = 4;  // slots in flight per thread: four independent load chains
 
 // Sum of data[s] * x[indices[s]] over one row's slots s = first + k * stride, k < width,
 // stopping at the first padding slot (column < 0).
@@ -41,7 +38,7 @@ __device__ __forceinline__ V padded_row_sum(const I* __restrict__ indices, const
 }
 
 // Grid-stride over rows. Without a dot the host gives a thread per row; with one, at most one
-// wave of resident blocks, so a block's reduction, fence and ticket (which hold its slot on the
+// wave of resident blocks (ELL_BLOCKS_PER_SM in sparsegpu/formats/ell.py), so a block's reduction, fence and ticket (which hold its slot on the
 // multiprocessor while no loads are in flight) are paid once per wave, not per 256 rows. Each
 // row is one thread's in-order sum either way.
 //
@@ -70,11 +67,14 @@ ell_spmv(const I* __restrict__ indices, const V* __restrict__ data, const long l
 }
 
 // Where csr_to_slots puts slot k of the row at `rank` (perm[rank]; the identity for ELL):
-constexpr int LAYOUT_ELL = 0;   // rank + k * n_rows, for k < width; entries past width are left
-                                // out (HYB sends them to its COO part)
-constexpr int LAYOUT_SELL = 1;  // offsets[rank / C] + k * C + rank % C, for k below the slice's
-                                // width (offsets[s + 1] - offsets[s]) / C
-constexpr int LAYOUT_JDS = 2;   // offsets[k] + rank, for k below the row's length (no padding)
+// LAYOUT_ELL: rank + k * n_rows, for k < width; entries past width are left out (HYB sends them
+//   to its COO part).
+// LAYOUT_SELL: offsets[rank / C] + k * C + rank % C, for k below the slice's width
+//   (offsets[s + 1] - offsets[s]) / C.
+// LAYOUT_JDS: offsets[k] + rank, for k below the row's length (no padding).
+inline constexpr int LAYOUT_ELL = 0;
+inline constexpr int LAYOUT_SELL = 1;
+inline constexpr int LAYOUT_JDS = 2;
 
 // Every slot of the layout is written (padding: column -1, value 0), so the outputs need no
 // initialisation. n_ranks threads: n_rows, or for SELL every lane of every slice (the last

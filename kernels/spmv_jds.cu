@@ -9,15 +9,13 @@
 // reproducible run to run.
 //
 // What the global sort costs against SELL-C-sigma (sorted inside windows of 256 rows): the 32
-// rows of a warp are far apart in the original order (on a lower-triangular factor, rows of one
-// length lie about 7 apart), so y[perm[i]] writes a 32-byte sector per row, partially, and the
-// sector's other rows are written much later by warps of other lengths; x entries near the
-// diagonal are no longer shared by a block either. Counted on lower_triangular:medium with 32-byte
-// sectors per block of 256 ranks: y 1.63M sectors (SELL 0.50M), x 15.56M (SELL 14.45M), about
-// 10% more L2 requests than SELL, which is the measured gap. With CACHE_HINTS the once-read
-// arrays (indices, data, perm) are marked evict-first in L2 and y evict-last, so x and y's
-// partial sectors stay in L2 (no write-back per partial write, no x refetched from DRAM while
-// 190 MB of matrix stream through a 50 MB L2); L1 is used as before.
+// rows of a warp are far apart in the original order, so y[perm[i]] writes a 32-byte sector per
+// row, partially, and the sector's other rows are written much later by warps of other lengths;
+// x entries near the diagonal are no longer shared by a block either. The extra L2 requests
+// account for JDS's gap to SELL (measured on an H200, see docs/performance.md). With CACHE_HINTS the once-read arrays (indices, data, perm) are
+// marked evict-first in L2 and y evict-last, so x and y's partial sectors stay in L2 (no
+// write-back per partial write, no x refetched from DRAM while a matrix larger than L2 streams
+// through it); L1 is used as without hints.
 //
 // Also here: the permutation that sorts rows by length inside windows (JDS: one window; SELL-C-
 // sigma: windows of sigma rows), a stable counting sort on the device:
@@ -30,8 +28,8 @@
 // jds_diagonal_lengths then turns the sorted lengths into the diagonal lengths jd_ptr scans.
 #include "common.cuh"
 
-constexpr int JDS_BLOCK = 256;
-constexpr int JDS_UNROLL = 4;  // diagonals in flight per thread
+inline constexpr int JDS_BLOCK = 256;
+inline constexpr int JDS_UNROLL = 4;  // diagonals in flight per thread
 
 template <class V, class I, bool CACHE_HINTS>
 __global__ void __launch_bounds__(JDS_BLOCK)
@@ -70,14 +68,14 @@ jds_spmv(const long long* __restrict__ jd_ptr, const I* __restrict__ indices, co
 
 // ---------------------------------------------------------------- sorting rows by length
 
-constexpr int RANK_BLOCK = 256;  // rows per block of the ranking kernels (a power of two)
-constexpr int RANK_WARPS = RANK_BLOCK / 32;
-constexpr int DIGIT_BITS = 8;    // radix digit: at most 1 << DIGIT_BITS = RANK_BLOCK bins
+inline constexpr int RANK_BLOCK = 256;  // rows per block of the ranking kernels (a power of two)
+inline constexpr int RANK_WARPS = RANK_BLOCK / 32;
+inline constexpr int DIGIT_BITS = 8;    // radix digit: at most 1 << DIGIT_BITS = RANK_BLOCK bins
 static_assert((1 << DIGIT_BITS) <= RANK_BLOCK, "one thread per bin");
 // Sort keys of rank_small_windows: (window in block: 8 bits | maximal length - length: 48 bits |
 // thread: 8 bits); a thread without a row holds ~0, which sorts last. Lengths stay below 2^48 - 2.
-constexpr unsigned long long LENGTH_FIELD = (1ull << 48) - 2;
-constexpr unsigned long long NO_ROW = ~0ull;
+inline constexpr unsigned long long LENGTH_FIELD = (1ull << 48) - 2;
+inline constexpr unsigned long long NO_ROW = ~0ull;
 
 template <class I> __device__ __forceinline__ long long row_length(const I* __restrict__ indptr, long long row) {
     return (long long)sg::ldg(indptr + row + 1) - (long long)sg::ldg(indptr + row);

@@ -9,19 +9,22 @@
 // is the plain SELL kernel: one thread per permuted row, a grid covering the rows, the row summed
 // by padded_row_sum (shared with ELL, kernels/spmv_ell.cu), y[perm[rank]] written directly. C = 32
 // makes a slice one warp, whose loads per slot are 32 consecutive entries. Nothing else is read:
-// the unit loop below cost regular matrices 15-20% of their bandwidth (H200, scratch/h3_rmat.py).
+// the unit loop below costs regular matrices bandwidth (measured on an H200, see
+// docs/performance.md).
 //
 // SELL_UNITS and SELL_UNITS_HOT (the layout has split slices or hot columns: power-law graphs).
-// One wave of resident blocks takes the units round after round, a group of C threads (a warp
-// for C = 32) per unit, each thread a lane (one row): a whole slice, or, for a slice wider than `split`, one part of it (slots [part * split,
-// part * split + split) of every lane). So a power-law hub row of 60,000 entries is summed by
-// ~1,000 groups at once instead of one thread (which the whole product would wait for). The parts
-// of split slices come first (units 0 .. n_split - 1, listed by split_slice / split_part, the
-// widest work first), then every slice in order (units n_split ..), where the split ones are
-// skipped. A whole slice's lane writes y[perm[rank]] directly. A part's lane writes its partial
-// sum to partials[unit * C + lane], then takes a ticket for its row (tickets[(first part's unit)
-// * C + lane], integer atomics); the lane that takes the last ticket adds the row's partials in
-// part order and writes y, and sets the ticket back to 0 for the next product.
+// One wave of resident blocks (sized by the host, sparsegpu/formats/sell.py) takes the units
+// round after round, a group of C threads (a warp for C = 32) per unit, each thread a lane (one
+// row): a whole slice, or, for a slice wider than `split`, one part of it (slots
+// [part * split, part * split + split) of every lane). So a power-law hub row of 60,000 entries
+// is summed by ~1,000 groups at once instead of one thread (which the whole product would wait
+// for). The parts of split slices come first (units 0 .. n_split - 1, listed by split_slice /
+// split_part, the widest work first), then every slice in order (units n_split ..), where the
+// split ones are skipped. A whole slice's lane writes y[perm[rank]] directly. A part's lane
+// writes its partial sum to partials[unit * C + lane], then takes a ticket for its row
+// (tickets[(first part's unit) * C + lane], integer atomics); the lane that takes the last
+// ticket adds the row's partials in part order and writes y, and sets the ticket back to 0 for
+// the next product.
 //
 // Hot columns (SELL_UNITS_HOT): the n_hot most gathered columns of x (chosen at conversion) are
 // staged in shared memory by each block at its start; their entries are stored as column -2 - j
@@ -30,25 +33,22 @@
 // round, so staging is paid once per block.
 // Those blocks have SELL_HOT_BLOCK = 1024 threads, one per multiprocessor: the 2048 threads of an
 // SM as four blocks of 256 would each stage the same columns, so one block holds four times as
-// many (up to 192 KiB: R-MAT scale 21 gathers 56% of its entries from its 24,576 hottest columns,
-// 29% from the 6,144 that 48 KiB hold). With many hot columns the host first gathers them into one
-// array (sell_stage_hot, `hot_values`), so each block copies them with coalesced loads instead of
-// a 32-byte sector per value (R-MAT: 0.75M sectors instead of 3M); with few, each block gathers
-// them itself (hot_values null) and the product stays one launch.
+// many (up to 192 KiB; on an R-MAT graph four times the columns serve about twice the gathers).
+// With many hot columns the host first gathers them into one array (sell_stage_hot,
+// `hot_values`), so each block copies them with coalesced loads instead of a 32-byte sector per
+// value; with few, each block gathers them itself (hot_values null) and the product stays one
+// launch.
 //
 // Every sum, in every mode, has a fixed order: bitwise reproducible run to run, no float atomics.
 #include "spmv_ell.cu"
 
-constexpr int SELL_BLOCK = 256;  // a multiple of every C, so no group straddles two blocks
-constexpr int SELL_HOT_BLOCK = 1024;  // SELL_UNITS_HOT's block (see above)
-// Blocks per multiprocessor at most in a persistent launch (2048 resident threads / SELL_BLOCK,
-// as ELL's measured best); the host lowers it for the hot columns' shared memory and registers.
-constexpr int SELL_BLOCKS_PER_SM = 8;
-constexpr int SELL_PAD = -1;  // a padding slot's column
+inline constexpr int SELL_BLOCK = 256;  // a multiple of every C, so no group straddles two blocks
+inline constexpr int SELL_HOT_BLOCK = 1024;  // SELL_UNITS_HOT's block (see above)
+inline constexpr int SELL_PAD = -1;  // a padding slot's column
 // sell_spmv's MODE (the host's SELL_DIRECT, SELL_UNITS, SELL_UNITS_HOT in sparsegpu/formats/sell.py).
-constexpr int SELL_DIRECT = 0;
-constexpr int SELL_UNITS = 1;
-constexpr int SELL_UNITS_HOT = 2;
+inline constexpr int SELL_DIRECT = 0;
+inline constexpr int SELL_UNITS = 1;
+inline constexpr int SELL_UNITS_HOT = 2;
 // Threads per block of mode MODE.
 __host__ __device__ constexpr int sell_block(int mode) { return mode == SELL_UNITS_HOT ? SELL_HOT_BLOCK : SELL_BLOCK; }
 
@@ -56,7 +56,7 @@ __host__ __device__ constexpr int sell_block(int mode) { return mode == SELL_UNI
 // already point at the lane's slot 0), stopping at its first padding slot (padding trails a
 // lane's entries). Without HOT, padded_row_sum itself. With HOT, column -2 - j reads hot_x[j]
 // (shared memory), which padded_row_sum would take for padding: the same loop, that gather aside.
-constexpr int HOT_UNROLL = 8;
+inline constexpr int HOT_UNROLL = 8;
 template <class V, class I, int C, bool HOT>
 __device__ __forceinline__ V sell_lane_sum(const I* __restrict__ indices, const V* __restrict__ data,
                                            const V* __restrict__ x, const V* hot_x, long long k0, long long k1) {
@@ -86,7 +86,7 @@ __device__ __forceinline__ V sell_lane_sum(const I* __restrict__ indices, const 
 // is left at 0 for the next product. The loads of PARTS_IN_FLIGHT partials are issued before
 // their additions (a hub row has hundreds of parts; one load per L2 round trip would serialise
 // them), and the additions keep part order, so the bits are the same.
-constexpr int PARTS_IN_FLIGHT = 8;
+inline constexpr int PARTS_IN_FLIGHT = 8;
 template <class V>
 __device__ __forceinline__ V sell_parts_total(const V* partials, unsigned int* ticket, long long parts, int C) {
     __threadfence();  // the other parts' partials, published before their tickets, are seen
@@ -162,9 +162,9 @@ __device__ __forceinline__ void sell_units(const long long* __restrict__ slice_p
     const long long n_units = n_split + n_slices;
     // Rounds of one unit per group, in snake order (group g takes unit g of even rounds and unit
     // groups - 1 - g of odd ones): the units come widest first (parts, then slices sorted by
-    // length), so every group's total evens out, as in a greedy longest-first schedule. (Units
-    // handed out by an atomic counter balanced better on paper but measured slower on the H200:
-    // R-MAT 0.238-0.254 ms against 0.227, ego-Twitter 1.6x slower, one counter for every warp.)
+    // length), so every group's total evens out, as in a greedy longest-first schedule. No atomic
+    // counter hands out units: one counter for every warp is slower (measured on an H200, see
+    // docs/performance.md).
     const long long groups = (long long)gridDim.x * GROUPS, group = (long long)blockIdx.x * GROUPS + threadIdx.x / C;
     bool forward = true;
     for (long long round = 0; round < n_units; round += groups, forward = !forward) {
@@ -354,7 +354,7 @@ sell_split_units(const long long* __restrict__ slice_ptr, const I* __restrict__ 
 // A thread copies FILL_UNROLL slots a round, their loads issued together: its row's entries
 // share sectors that a load at a time would fetch again once the SM's other 2047 threads have
 // pushed them out of L1, and the hot_slot gathers of a round overlap.
-constexpr int FILL_UNROLL = 8;
+inline constexpr int FILL_UNROLL = 8;
 template <class V, class I>
 __global__ void __launch_bounds__(SELL_BLOCK)
 sell_fill_slots(const I* __restrict__ indptr, const I* __restrict__ indices, const V* __restrict__ data,
