@@ -235,6 +235,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bad:
         print(f"\nWRONG or failed: {', '.join(bad)}")
     print(f"\nwrote {args.out / 'bench.json'}" + (f" and {args.out / 'bench.png'}" if charted else ""))
+    if payload.get("spmv") and not charted:
+        print(f"skipped {args.out / 'bench.png'}: matplotlib is not installed "
+              f"(python3 -m pip install \"sparsegpu[plot]\")")
     return 1 if bad else 0
 
 

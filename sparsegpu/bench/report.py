@@ -170,7 +170,8 @@ def write_json(path: Path, payload: dict[str, Any]) -> None:
 
 def plot_spmv(path: Path, payload: dict[str, Any]) -> bool:
     """A horizontal bar chart of GB/s per matrix and implementation, the copy ceiling as a
-    dashed line. Returns False (writing nothing) when matplotlib is missing."""
+    dashed line. Returns False (writing nothing) when matplotlib is missing; the command then
+    says it skipped the chart."""
     try:
         import matplotlib
 
