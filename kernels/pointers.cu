@@ -3,7 +3,7 @@
 // over the row.
 #include "common.cuh"
 
-constexpr int POINTERS_BLOCK = 256;
+inline constexpr int POINTERS_BLOCK = 256;
 
 template <class I>
 __global__ void __launch_bounds__(POINTERS_BLOCK)

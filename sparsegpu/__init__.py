@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sparsegpu import linalg  # noqa: E402  (after the formats it solves with)
 from sparsegpu._backend import (
     BackendError,
     backend,
@@ -22,7 +23,17 @@ from sparsegpu._backend import (
 )
 from sparsegpu._kernels import KernelCompileError
 from sparsegpu.advisor import Advice, MatrixStats, advise, matrix_stats
-from sparsegpu.formats import COO, CSC, CSR, ELL, HYB, JDS, SELL, SparseMatrix, TransposedOperator
+from sparsegpu.formats import (
+    COO,
+    CSC,
+    CSR,
+    ELL,
+    HYB,
+    JDS,
+    SELL,
+    SparseMatrix,
+    TransposedOperator,
+)
 from sparsegpu.formats._base import format_key
 from sparsegpu.transfer import (
     OutOfCoreCSR,
@@ -35,8 +46,6 @@ from sparsegpu.transfer import (
     upload_csr,
     worth_streaming,
 )
-
-from sparsegpu import linalg  # noqa: E402  (after the formats it solves with)
 
 __version__ = "0.1.0"
 

@@ -30,7 +30,8 @@ def _gpu_probe() -> tuple[bool, str]:
     try:
         import cupy
     except Exception as exc:  # ImportError, or a CuPy built for another CUDA
-        return False, f"CuPy cannot be imported ({exc})"
+        return False, (f"CuPy cannot be imported ({exc}); install it with the extra that matches your "
+                       f"CUDA: python3 -m pip install 'sparsegpu[cuda13]' (or 'sparsegpu[cuda12]')")
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:  # no driver, no device
@@ -142,6 +143,9 @@ def set_options(**changes: Any) -> None:
     for name, value in changes.items():
         if name not in _Options.__slots__:
             raise TypeError(f"unknown option {name!r}; known: {', '.join(_Options.__slots__)}")
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"option {name} must be True or False, got {type(value).__name__} {value!r}")
+    for name, value in changes.items():
         setattr(_OPTIONS, name, bool(value))
 
 

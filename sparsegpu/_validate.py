@@ -104,6 +104,18 @@ def _host_int(value: Any) -> int:
     return int(value.item() if hasattr(value, "item") else value)
 
 
+def as_array(name: str, a: Any) -> Any:
+    """``a`` if it is a NumPy or CuPy array; a list or tuple becomes a NumPy array; anything
+    else (None, a dict, a scalar) raises TypeError naming ``name``."""
+    if hasattr(a, "dtype") and hasattr(a, "ndim"):
+        return a
+    if isinstance(a, (list, tuple)):
+        converted = np.asarray(a)
+        if converted.dtype != object:
+            return converted
+    raise TypeError(f"{name} must be a NumPy or CuPy array, got {type(a).__name__}")
+
+
 def check_index_array(name: str, a: Any, length: int | None = None) -> None:
     if a.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {tuple(a.shape)}")

@@ -131,6 +131,7 @@ def row_lengths(indptr: Any) -> Any:
     >>> row_lengths(np.array([0, 2, 2, 5])).tolist()
     [2, 0, 3]
     """
+    indptr = _validate.as_array("indptr", indptr)
     _validate.check_index_array("indptr", indptr)
     if indptr.size == 0:
         raise ValueError("indptr must have at least one entry")
@@ -167,6 +168,8 @@ def row_length_stats(indptr: Any) -> RowLengthStats:
     (4, 9, 0, 4, 1, 2.5)
     """
     lengths = row_lengths(indptr).astype(np.int64)
+    if lengths.size and int(lengths.min()) < 0:
+        raise ValueError("indptr is not monotone (row pointers go down somewhere)")
     rows = int(lengths.size)
     if rows == 0:
         return RowLengthStats(0, 0, 0.0, 0.0, 0, 0, 0, {q: 0.0 for q in QUANTILES})
@@ -241,6 +244,7 @@ def coo_to_csr(rows: Any, cols: Any, data: Any, shape: Any, *, index_dtype: Any 
     ([0, 1, 2], [1, 2], [2.0, 5.0])
     """
     m, n = _validate.shape2d(shape)
+    rows, cols, data = (_validate.as_array(name, a) for name, a in (("rows", rows), ("cols", cols), ("data", data)))
     xp = _xp_of(data)
     if is_device_array(data):
         rows, cols = xp.asarray(rows), xp.asarray(cols)
@@ -328,6 +332,13 @@ def inspect_coo(rows: Any, cols: Any) -> CooFacts:
     >>> inspect_coo(np.array([0, 0, 3]), np.array([5, 2, 1]))
     CooFacts(row_min=0, row_max=3, col_min=1, col_max=5, unsorted_pairs=1)
     """
+    rows, cols = _validate.as_array("rows", rows), _validate.as_array("cols", cols)
+    _validate.check_index_array("rows", rows)
+    _validate.check_index_array("cols", cols, rows.size)
+    if rows.dtype != cols.dtype or rows.dtype not in _INDEX_DTYPES:
+        raise TypeError(f"rows and cols must both be int32 or both int64, got {rows.dtype} and {cols.dtype}")
+    if _xp_of(rows) is not _xp_of(cols):
+        raise TypeError("rows and cols must both be NumPy or both CuPy arrays")
     out_xp = _xp_of(rows)
     words = out_xp.zeros(5, dtype=np.uint64)
     if rows.size == 0:
@@ -562,12 +573,11 @@ def csr_to_coo(indptr: Any, indices: Any, data: Any) -> tuple[Any, Any, Any]:
     >>> r.tolist(), c.tolist()
     ([0, 0, 2], [0, 4, 1])
     """
+    indptr, indices, data = (_validate.as_array(name, a) for name, a in
+                             (("indptr", indptr), ("indices", indices), ("data", data)))
     _validate.check_index_array("indptr", indptr)
-    _validate.check_index_array("indices", indices)
     if indptr.size == 0:
         raise ValueError("indptr must have at least one entry")
-    if data.ndim != 1 or data.size != indices.size:
-        raise ValueError(f"data has shape {tuple(data.shape)}; expected ({indices.size},) like indices")
-    if int(indptr[-1]) != indices.size:
-        raise ValueError(f"indptr[-1] is {int(indptr[-1])} but there are {indices.size} stored entries")
+    # Rows are checked; columns are passed through, so any bound holds them.
+    _validate.check_compressed(indptr, indices, data, indptr.size - 1, np.iinfo(np.int64).max, "rows", "columns")
     return expand_pointers(indptr, _xp_of(indptr)), indices, data

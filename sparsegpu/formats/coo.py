@@ -9,9 +9,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsegpu import _validate, convert, reference
-from sparsegpu._backend import Backend, backend_of, deterministic, resolve_backend
+from sparsegpu._backend import (
+    Backend,
+    array_module,
+    backend_of,
+    deterministic,
+    resolve_backend,
+)
 from sparsegpu._kernels import KernelFile, blocks_for
-from sparsegpu.formats._base import SparseMatrix, to_backend, to_host
+from sparsegpu.formats._base import SparseMatrix, host_copy, to_backend
 from sparsegpu.formats._compressed import scale_in_place
 from sparsegpu.formats.csr import CSR
 
@@ -56,22 +62,23 @@ def canonical_coo(rows: Any, cols: Any, data: Any, shape: tuple[int, int], xp: A
     if rows.size == 0:
         return rows, cols, data
     width = max(shape[1], 1)
-    key = rows.astype(np.int64) * width + cols.astype(np.int64)
-    order = xp.argsort(key)
-    key, data = key[order], data[order]
-    starts = xp.ones(key.size, dtype=bool)
-    starts[1:] = key[1:] != key[:-1]
+    if shape[0] * width <= np.iinfo(np.int64).max:
+        order = xp.argsort(rows.astype(np.int64) * width + cols.astype(np.int64))
+    else:  # the packed key would overflow int64: sort by the pair
+        order = xp.lexsort(xp.stack([cols, rows]))
+    rows, cols, data = rows[order], cols[order], data[order]
+    starts = xp.ones(rows.size, dtype=bool)
+    starts[1:] = (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])
     first = xp.flatnonzero(starts)
-    if first.size == key.size:
-        return rows[order], cols[order], data
+    if first.size == rows.size:
+        return rows, cols, data
     if xp is np:
         summed = np.add.reduceat(data, first)
     else:
         group = (xp.cumsum(starts) - 1).astype(rows.dtype)
         summed = xp.zeros(first.size, dtype=data.dtype)
         reduce_sorted_by_key(group, None, data, None, summed, data.dtype.type(1))
-    key = key[first]
-    return (key // width).astype(rows.dtype), (key % width).astype(cols.dtype), summed
+    return rows[first], cols[first], summed
 
 
 class COO(SparseMatrix):
@@ -100,14 +107,18 @@ class COO(SparseMatrix):
         index_dtype: Any = None,
         backend: str | None = None,
         check: bool = True,
+        casting: str = "same_kind",
     ) -> None:
         """Build from ``(data, (row, col))`` and a shape, as scipy does. Entries are sorted by
-        (row, column) and duplicates summed on the arrays' backend."""
+        (row, column) and duplicates summed on the arrays' backend, into arrays of the matrix's
+        own. ``check`` validates lengths and index ranges (pass False only for arrays known to be
+        valid); ``dtype``, ``index_dtype`` and ``casting`` as in ``from_scipy``."""
         try:
             data, (row, col) = arg1
         except (TypeError, ValueError):
             raise TypeError(f"COO expects (data, (row, col)), got {type(arg1).__name__}") from None
         m, n = _validate.shape2d(shape)
+        check = _validate.check_bool("check", check)
         target: Backend = "gpu" if hasattr(data, "dtype") and backend_of(data) == "gpu" else resolve_backend(backend)
         data, row, col = (to_backend(a, target) for a in (data, row, col))
         if check:
@@ -117,9 +128,9 @@ class COO(SparseMatrix):
                 raise ValueError(f"data has shape {tuple(data.shape)}; expected ({row.size},) like row and col")
             _validate.check_indices_in_range("row", row, m, "rows")
             _validate.check_indices_in_range("col", col, n, "columns")
-        value_dt = _validate.value_dtype(data.dtype if dtype is None else dtype)
+        value_dt = _validate.stored_dtype(data.dtype, dtype, casting)
         index_dt = _validate.index_dtype((m, n), row.size, index_dtype)
-        xp = np if target == "cpu" else __import__("cupy")
+        xp = array_module(target)
         row, col, data = canonical_coo(row.astype(index_dt), col.astype(index_dt), data.astype(value_dt), (m, n), xp)
         self._set(row, col, data, (m, n), target)
 
@@ -145,7 +156,7 @@ class COO(SparseMatrix):
         return CSR._make(self.data, self.col, indptr, self._shape, self._backend)
 
     def to_scipy(self) -> sp.sparray:
-        return sp.coo_array((to_host(self.data), (to_host(self.row), to_host(self.col))), shape=self._shape)
+        return sp.coo_array((host_copy(self.data), (host_copy(self.row), host_copy(self.col))), shape=self._shape)
 
     @property
     def nnz(self) -> int:

@@ -10,13 +10,14 @@ operations and kernels on the GPU, NumPy on the CPU): nothing makes a host round
 
 from __future__ import annotations
 
+import math
 from types import ModuleType
 from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
-from sparsegpu import convert
+from sparsegpu import _validate, convert
 from sparsegpu._backend import Backend, deterministic, resolve_backend
 from sparsegpu._kernels import KernelFile, blocks_for, device_properties
 from sparsegpu.formats._base import SparseMatrix
@@ -84,11 +85,13 @@ def reject_params(cls: type, params: dict[str, Any]) -> None:
 
 
 def int_at_least(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return int(value)
+    return _validate.check_int(name, value, minimum=minimum)
+
+
+def slots_fit(csr: Any, n_slots: int, what: str) -> None:
+    """ValueError before allocating ``n_slots`` padded slots (a value and an index each) that
+    cannot fit in the backend's memory."""
+    _validate.ensure_fits(n_slots * (csr.dtype.itemsize + csr.index_dtype.itemsize), what, csr.backend)
 
 
 class RegularMatrix(SparseMatrix):
@@ -254,6 +257,7 @@ class ELL(RegularMatrix):
         lengths = xp.diff(csr.indptr)
         width = int(lengths.max()) if m else 0
         check_fill(m, width, csr.nnz, max_fill)
+        slots_fit(csr, width * m, f"ELL of {m} rows x {width} slots")
         indices, data = fill_slots(csr, twins.LAYOUT_ELL, width * m, width=width)
         return cls._new(csr.shape, csr.backend, csr.nnz, indices=indices, data=data, width=width)
 
@@ -285,10 +289,9 @@ def check_fill(n_rows: int, width: int, nnz: int, max_fill: float | None) -> Non
     """ValueError when ELL would store more than ``max_fill`` padding slots per entry."""
     if max_fill is None:
         return
-    if isinstance(max_fill, bool) or not isinstance(max_fill, (int, float, np.integer, np.floating)):
-        raise TypeError(f"max_fill must be a number or None, got {type(max_fill).__name__}")
-    if max_fill < 0:
-        raise ValueError(f"max_fill must be non-negative, got {max_fill}")
+    max_fill = _validate.check_number("max_fill", max_fill)
+    if isinstance(max_fill, (complex, np.complexfloating)) or not (math.isfinite(max_fill) and max_fill >= 0):
+        raise ValueError(f"max_fill must be a non-negative finite number or None, got {max_fill!r}")
     padded = width * n_rows - nnz
     ratio = padded / nnz if nnz else 0.0
     if ratio > max_fill:

@@ -53,6 +53,7 @@ from sparsegpu.formats.ell import (
     fill_slots,
     int_at_least,
     reject_params,
+    slots_fit,
 )
 from sparsegpu.reference import regular as twins
 
@@ -167,6 +168,7 @@ class HYB(RegularMatrix):
             width = width_for_counts(counts, csr.dtype, csr.index_dtype) if counts.size else 0
             longest = counts.size - 1
         width = int_at_least("width", width, 0)
+        slots_fit(csr, width * m, f"HYB's ELL part of {m} rows x {width} slots")
         ell_indices, ell_data = fill_slots(csr, twins.LAYOUT_ELL, width * m, width=width)
         if longest is not None and longest <= width:
             # No row overflows (the usual case for regular matrices): an empty COO part, without

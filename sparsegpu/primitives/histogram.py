@@ -13,6 +13,7 @@ from sparsegpu._kernels import (
     blocks_for,
     device_properties,
 )
+from sparsegpu._validate import ensure_fits
 from sparsegpu.primitives._common import (
     DTYPES,
     HIST_BLOCK,
@@ -104,8 +105,11 @@ def histogram(values: Any, bins: Any, range: tuple[float, float] | None = None) 
             return reference.histogram(values, edges)
         return _histogram_gpu(values, edges.size - 1, edges, None)
     count = _bin_count(bins)
+    on_device = is_device_array(values)
+    # The counts (and on the host the edges): 8 bytes a bin each.
+    ensure_fits((8 if on_device else 16) * (count + 1), f"a histogram of {count} bins", "gpu" if on_device else "cpu")
     lo, hi = _outer_edges(values, range)
-    if not is_device_array(values):
+    if not on_device:
         return reference.histogram(values, np.linspace(lo, hi, count + 1))
     return _histogram_gpu(values, count, None, (lo, hi))
 
