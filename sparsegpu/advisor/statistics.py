@@ -1,11 +1,12 @@
 """The advisor's statistics on the device: launch plans, the per-device workspace, the packed
 launches, the pinned record the host polls, and :func:`matrix_stats`.
 
-The statistics are meant to cost at most one CSR SpMV, host work included. On the GPU they read
+The statistics are meant to cost at most one CSR SpMV call, host work included (measured on an
+H200 against a CSR SpMV call timed the same way, see docs/performance.md). On the GPU they read
 indptr once and indices once (kernels/matrix_stats_*.cu): the row-length histogram (lengths
 below 4096 binned in shared memory, longer rows listed), the longest row, SELL's slice widths,
-and where the entries sit relative to the diagonal, merged into one buffer with integer atomics;
-then one block summarises the row lengths exactly as the host would (:mod:`.summary` is its
+and where the entries sit relative to the diagonal, merged into one buffer with integer
+atomics; then one block summarises the row lengths exactly as the host would (:mod:`.summary` is its
 reference), writes the record straight into pinned host memory, and zeroes the buffer for the
 next call.
 
@@ -92,7 +93,8 @@ QUEUE_WORDS = 4  # kernels/matrix_stats_tiled.cu QUEUE_WORDS: words per chunk sl
 #: instantiations in another (both include the summary, kernels/matrix_stats_summary.cuh).
 TILED_KERNELS = KernelFile("matrix_stats_tiled.cu", ["csr_stats<{I}>", "stats_summary<{I}>"], value_dtypes=[np.float64])
 DIRECT_KERNELS = KernelFile("matrix_stats_direct.cu", DIRECT_EXPRESSIONS.values(), value_dtypes=[np.float64])
-_KERNEL_FILES = {expression: kernels for kernels in (TILED_KERNELS, DIRECT_KERNELS) for expression in kernels.expressions}
+_KERNEL_FILES = {expression: kernels for kernels in (TILED_KERNELS, DIRECT_KERNELS)
+                 for expression in kernels.expressions}
 
 
 def stats_kernel(expression: str, index_dtype: Any) -> Any:

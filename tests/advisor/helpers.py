@@ -133,7 +133,8 @@ def statistics_buffer(lengths, rng) -> tuple[np.ndarray, np.ndarray, list[int], 
     lengths = np.asarray(lengths, dtype=np.int64)
     head = np.zeros(reference_stats.OUT_OVERFLOW, np.int64)
     nnz = int(lengths.sum())
-    head[:reference_stats.OUT_SLICE_WIDTHS] = structure = [*rng.multinomial(nnz, [0.3, 0.4, 0.3]), rng.integers(0, 10**12),
+    head[:reference_stats.OUT_SLICE_WIDTHS] = structure = [*rng.multinomial(nnz, [0.3, 0.4, 0.3]),
+                                                         rng.integers(0, 10**12),
                                                  rng.integers(0, 10**6)]
     head[reference_stats.OUT_SLICE_WIDTHS] = slice_widths = rng.integers(0, 2 * nnz + 1)
     head[reference_stats.OUT_BINS:] = np.bincount(lengths[lengths < BINS], minlength=BINS)

@@ -88,19 +88,22 @@ def test_reference_buffer_layout(rng):
     out = np.zeros(reference_stats.OUT_OVERFLOW + capacity, np.uint64)
     reference_stats.csr_stats(S.indptr, S.indices, S.shape[0], capacity, out)
     offset = S.tocoo().col.astype(np.int64) - S.tocoo().row
-    assert out[:reference_stats.OUT_SLICE_WIDTHS].tolist() == [(offset < 0).sum(), (offset == 0).sum(), (offset > 0).sum(),
+    assert out[:reference_stats.OUT_SLICE_WIDTHS].tolist() == [(offset < 0).sum(), (offset == 0).sum(),
+                                                                (offset > 0).sum(),
                                                      np.abs(offset).sum(), np.abs(offset).max()]
     assert out[reference_stats.OUT_SLICE_WIDTHS] == sum(lengths[i:i + 32].max() for i in range(0, lengths.size, 32))
     assert out[reference_stats.OUT_OVERFLOW_ROWS] == 3 and 3 < capacity
     assert out[reference_stats.OUT_LONGEST] == lengths.max() == 3 * BINS + 7
-    assert out[reference_stats.OUT_BINS:reference_stats.OUT_OVERFLOW].tolist() == np.bincount(lengths[lengths < BINS], minlength=BINS).tolist()
+    assert (out[reference_stats.OUT_BINS:reference_stats.OUT_OVERFLOW].tolist()
+            == np.bincount(lengths[lengths < BINS], minlength=BINS).tolist())
     assert out[reference_stats.OUT_OVERFLOW:].tolist() == [BINS, BINS + 1, 3 * BINS + 7] + [0] * (capacity - 3)
 
 
 def test_host_mirrors_the_kernels_constants():
     assert kernel_constant("STATS_BINS") == reference_stats.ROW_STATS_BINS
     assert [kernel_constant(f"OUT_{w}") for w in ("SLICE_WIDTHS", "OVERFLOW_ROWS", "LONGEST", "BINS")] == [
-        reference_stats.OUT_SLICE_WIDTHS, reference_stats.OUT_OVERFLOW_ROWS, reference_stats.OUT_LONGEST, reference_stats.OUT_BINS]
+        reference_stats.OUT_SLICE_WIDTHS, reference_stats.OUT_OVERFLOW_ROWS, reference_stats.OUT_LONGEST,
+        reference_stats.OUT_BINS]
     assert kernel_constant("STATS_BLOCK") == statistics.STATS_BLOCK
     assert kernel_constant("STATS_WINDOW") == statistics.STATS_WINDOW and statistics.STATS_WINDOW % 32 == 0
     assert kernel_constant("QUEUE_WORDS") == statistics.QUEUE_WORDS
@@ -141,7 +144,8 @@ def assert_same_buffer(kernel: np.ndarray, reference: np.ndarray, label: str) ->
     head = reference_stats.OUT_OVERFLOW
     np.testing.assert_array_equal(kernel[:head], reference[:head], err_msg=label)
     longer = int(reference[reference_stats.OUT_OVERFLOW_ROWS])
-    np.testing.assert_array_equal(np.sort(kernel[head:head + longer]), np.sort(reference[head:head + longer]), err_msg=label)
+    np.testing.assert_array_equal(np.sort(kernel[head:head + longer]), np.sort(reference[head:head + longer]),
+                                  err_msg=label)
     np.testing.assert_array_equal(kernel[head + longer:], reference[head + longer:], err_msg=label)
 
 
@@ -185,7 +189,8 @@ def test_gpu_kernel_writes_only_its_words(index_dtype, rng):
     gpu = sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend="gpu")
     poison = np.uint64(0xDEADBEEFDEADBEEF)
     counters, head = statistics.STATS_COUNTERS, reference_stats.OUT_OVERFLOW
-    queue = cupy.zeros(statistics.QUEUE_WORDS * statistics.queue_capacity(S.nnz, np.dtype(index_dtype).itemsize), np.uint64)
+    queue = cupy.zeros(statistics.QUEUE_WORDS * statistics.queue_capacity(S.nnz, np.dtype(index_dtype).itemsize),
+                       np.uint64)
     cpu = sparsegpu.CSR.from_scipy(S, index_dtype=index_dtype, backend="cpu")
     reference = statistics._statistics_buffer(cpu).view(np.uint64)
     for epoch in (1, 2):
@@ -290,7 +295,8 @@ def test_gpu_structure_tiles_and_chunks(index_dtype, rng, statistics_pass):
         shifted = cupy.empty(gpu.indices.size + 1, gpu.indices.dtype)
         shifted[1:] = gpu.indices
         unaligned = sparsegpu.CSR._make(gpu.data, shifted[1:], gpu.indptr, gpu.shape, "gpu")
-        assert_same_buffer(statistics._statistics_buffer(unaligned), reference, label + " (indices not 16-byte aligned)")
+        assert_same_buffer(statistics._statistics_buffer(unaligned), reference,
+                           label + " (indices not 16-byte aligned)")
 
 
 @pytest.mark.gpu
@@ -341,7 +347,8 @@ def test_gpu_statistics_are_the_same_every_run(rng, statistics_pass):
     for _ in range(5):
         again = statistics._statistics_buffer(gpu)
         np.testing.assert_array_equal(again[:reference_stats.OUT_OVERFLOW], first[:reference_stats.OUT_OVERFLOW])
-        np.testing.assert_array_equal(np.sort(again[reference_stats.OUT_OVERFLOW:]), np.sort(first[reference_stats.OUT_OVERFLOW:]))
+        np.testing.assert_array_equal(np.sort(again[reference_stats.OUT_OVERFLOW:]),
+                                      np.sort(first[reference_stats.OUT_OVERFLOW:]))
 
 
 @pytest.mark.gpu

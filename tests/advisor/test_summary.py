@@ -161,7 +161,8 @@ def test_gpu_short_rows_summary_is_the_hosts_word_for_word(groups, value_dtype, 
                                          np.dtype(index_dtype).itemsize)
         kernel = space.record[statistics.RECORD_HEAD:].tolist()
         used = len(host) if host[reference_stats.OUT_LONGEST] >= sell_module.HOT_MIN_GATHERS else len(host) - 1
-        for word in (reference_stats.OUT_BINS + 2, reference_stats.OUT_BINS + 7):  # (floats where the host sums in float64)
+        # (floats where the host sums in float64)
+        for word in (reference_stats.OUT_BINS + 2, reference_stats.OUT_BINS + 7):
             kernel[word], host[word] = float(kernel[word]), float(host[word])
         assert kernel[:used] == host[:used]
         assert_workspace_zero()
@@ -215,13 +216,15 @@ def kernel_summary(head: np.ndarray, longer: np.ndarray, m: int, nnz: int, value
     words[statistics.STATS_COUNTERS:statistics.STATS_COUNTERS + reference_stats.OUT_OVERFLOW] = head
     words[statistics.STATS_COUNTERS + reference_stats.OUT_OVERFLOW:][:longer.size] = longer
     buffer = cupy.asarray(words.view(np.uint64))
-    record = np.frombuffer(cupy.cuda.alloc_pinned_memory(statistics.RECORD_WORDS * 8), np.int64, statistics.RECORD_WORDS)
+    record = np.frombuffer(cupy.cuda.alloc_pinned_memory(statistics.RECORD_WORDS * 8), np.int64,
+                           statistics.RECORD_WORDS)
     record[:] = -7
     pointer = buffer.data.ptr
     statistics.stats_kernel("stats_summary<{I}>", index_dtype)(
         (1,), (statistics.STATS_BLOCK,), (np.uint64(pointer), np.uint64(pointer + 8 * statistics.STATS_COUNTERS),
                                         np.int64(m), np.int64(nnz), np.int64(capacity), np.uint64(11),
-                                        np.uint64(record.ctypes.data), *statistics._summary_arguments(m, nnz, value_bytes)))
+                                        np.uint64(record.ctypes.data),
+                                        *statistics._summary_arguments(m, nnz, value_bytes)))
     cupy.cuda.runtime.deviceSynchronize()
     assert record[statistics.RECORD_EPOCH] == 11
     after = buffer.get().view(np.int64)
@@ -256,7 +259,8 @@ def test_gpu_summary_kernel_matches_its_reference(groups, scale, value_bytes_and
     bins = head[reference_stats.OUT_BINS:]
     m = int(bins.sum()) + longer.size
     nnz = int(bins @ np.arange(BINS)) + int(longer.sum())
-    head[:reference_stats.OUT_SLICE_WIDTHS] = [*rng.integers(0, nnz + 1, 3), rng.integers(0, 10**12), rng.integers(0, 10**6)]
+    head[:reference_stats.OUT_SLICE_WIDTHS] = [*rng.integers(0, nnz + 1, 3), rng.integers(0, 10**12),
+                                               rng.integers(0, 10**6)]
     head[reference_stats.OUT_SLICE_WIDTHS] = rng.integers(0, 2 * nnz + 1)
     head[reference_stats.OUT_OVERFLOW_ROWS], head[reference_stats.OUT_LONGEST] = longer.size, max(groups)
     words = kernel_summary(head, longer, m, nnz, value_bytes, index_dtype)
