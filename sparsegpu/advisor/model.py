@@ -70,7 +70,35 @@ CSR_MARGIN = 1.05
 
 @dataclass
 class Estimate:
-    """The model's view of one format on this matrix."""
+    """The model's view of one format on one matrix (:func:`estimates`, ``Advice.estimates``).
+
+    Attributes
+    ----------
+    bytes : int
+        What the format's ``A @ x`` streams, padding included.
+    launches : int
+        Kernel launches of one product.
+    serial_steps : int
+        Dependent loads on the longest chain of one thread.
+    time_us : float
+        Predicted GPU time of one product in microseconds: the larger of ``host_us`` and
+        ``device_us``.
+    params : dict
+        The format's parameters the estimate assumes.
+    refused : str or None
+        Why the format would refuse the matrix (ELL's padding limit), else None.
+    host_us, device_us : float
+        The host's share (the call, its launches and allocations) and the device's (kernel
+        starts, then streaming or the serial chain).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> from sparsegpu.advisor import estimates, matrix_stats
+    >>> est = estimates(matrix_stats(sp.csr_array(sp.eye_array(40)), backend="cpu"))["csr"]
+    >>> est.launches, est.time_us == max(est.host_us, est.device_us)
+    (1, True)
+    """
 
     bytes: int
     launches: int
