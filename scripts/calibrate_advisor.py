@@ -1,4 +1,4 @@
-"""Calibrate the format advisor's model (sparsegpu/advisor.py) against measurements.
+"""Calibrate the format advisor's model (sparsegpu/advisor/model.py) against measurements.
 
     python3 scripts/calibrate_advisor.py measure OUT.json [--size small|medium]         # on the GPU
     python3 scripts/calibrate_advisor.py fit MEASUREMENTS.json [--no-leave-one-out]   # anywhere
@@ -8,7 +8,7 @@
 ``measure`` times every candidate format's ``A @ x`` (CUDA events, median) and its conversion
 from an uploaded CSR, over all real matrices and the generated families, with the advisor's
 statistics for each. ``fit`` fits the model's constants to those times (least squares on log
-time, soft L1), writes them into sparsegpu/advisor_calibration.json (with the measurements'
+time, soft L1), writes them into sparsegpu/advisor/calibration.json (with the measurements'
 source), and prints, per matrix, the advised format (without autotune), the measured best, and
 the ratio of their measured times; then, unless ``--no-leave-one-out``, the same for a refit
 without that matrix (started from the full fit), and both counts of matrices within 10%.
@@ -27,6 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from sparsegpu import advisor
+from sparsegpu.advisor import model as advisor_model
+from sparsegpu.advisor import statistics as advisor_statistics
+from sparsegpu.advisor import summary
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -98,7 +101,7 @@ def _stats(record: dict) -> advisor.MatrixStats:
     return advisor.MatrixStats(**fields)
 
 
-#: The fitted constants (see sparsegpu/advisor.py's docstring): where the fit starts, and its
+#: The fitted constants (see sparsegpu/advisor/model.py's docstring): where the fit starts, and its
 #: bounds. Each is fitted in log space.
 SCALARS = {  # name: (start, low, high)
     "launch_us": (5.0, 0.5, 50.0),
@@ -179,7 +182,7 @@ def fit(path: Path, leave_one_out: bool = True) -> None:
     model = _model_from(theta, data["copy_GBps"], conversion)
     source = f"scripts/calibrate_advisor.py fit {path.name}: {len(records)} matrices on {data['device']}"
     calibration = {"source": source, "model": model}
-    advisor.CALIBRATION_FILE.write_text(json.dumps(calibration, indent=1) + "\n")
+    advisor_model.CALIBRATION_FILE.write_text(json.dumps(calibration, indent=1) + "\n")
     advisor.calibration.cache_clear()
     print(f"{'matrix':28s} {'advised':8s} {'best':8s} ratio" + "   left-out advised, ratio" * leave_one_out)
     rows = []
@@ -250,8 +253,8 @@ def stats_cost_row(csr, calls: int = 200) -> dict[str, float]:
         return median_call_seconds(fn, calls) * 1e6
 
     stats_us = host_clock(lambda: advisor.matrix_stats(csr))
-    space = advisor._workspace()
-    if space.record.item(advisor.RECORD_STATUS) != advisor.STATUS_SUMMARISED:
+    space = advisor_statistics._workspace()
+    if space.record.item(advisor_statistics.RECORD_STATUS) != advisor_statistics.STATUS_SUMMARISED:
         raise RuntimeError("the kernel left this matrix's summary to the host; time matrix_stats alone")
 
     def kernel_alone() -> None:
@@ -272,8 +275,8 @@ def stats_cost_row(csr, calls: int = 200) -> dict[str, float]:
         end.synchronize()
         kernel_samples.append(cupy.cuda.get_elapsed_time(start, end) / 1e3 / per_sample)
     kernel_us = median_us(kernel_samples)
-    words = advisor._statistics_record(csr)
-    record_us = host_clock(lambda: advisor._stats_of_record(words, csr.shape, csr.nnz, csr.dtype.itemsize,
+    words = advisor_statistics._statistics_record(csr)
+    record_us = host_clock(lambda: summary.stats_of_record(words, csr.shape, csr.nnz, csr.dtype.itemsize,
                                                              csr.index_dtype.itemsize))
     runtime, stream = cupy.cuda.runtime, cupy.cuda.get_current_stream().ptr
     x, y = cupy.ones(csr.shape[1], csr.dtype), cupy.empty(csr.shape[0], csr.dtype)

@@ -52,6 +52,7 @@ def check_primitives_solvers_and_stats(S: sp.csr_array) -> int:
     """Scans, reductions, histograms, device conversion, the advisor's structure kernel, the
     fused Krylov kernels and the streamed transfers, each once, against NumPy/SciPy."""
     from sparsegpu import advisor, convert, linalg, primitives
+    from sparsegpu.advisor import statistics as advisor_statistics
 
     checks = []
     for dtype in (np.int32, np.float64):
@@ -92,13 +93,13 @@ def check_primitives_solvers_and_stats(S: sp.csr_array) -> int:
     hub = sp.csr_array(hub)
     # Short rows on one block: the warp summary from the block's shared bins.
     band = sp.csr_array(sp.diags_array([1.0, -2.0, 1.0], offsets=[-1, 0, 1], shape=(1500, 1500)))
-    limits = advisor.DIRECT_MAX_ENTRIES, advisor.SINGLE_BLOCK_ITEMS
-    for statistics_pass, advisor.DIRECT_MAX_ENTRIES, advisor.SINGLE_BLOCK_ITEMS in (
+    limits = advisor_statistics.DIRECT_MAX_ENTRIES, advisor_statistics.SINGLE_BLOCK_ITEMS
+    for statistics_pass, advisor_statistics.DIRECT_MAX_ENTRIES, advisor_statistics.SINGLE_BLOCK_ITEMS in (
             ("direct", 2**62, 0), ("single block", 2**62, 2**62), ("tiled", -1, 0)):
         for label, matrix in (("", S), (", long row", hub), (", short rows", band)):
             got, want = advisor.matrix_stats(matrix, backend="gpu"), advisor.matrix_stats(matrix, backend="cpu")
             checks.append((f"matrix_stats{label} ({statistics_pass})", got == want, True))
-    advisor.DIRECT_MAX_ENTRIES, advisor.SINGLE_BLOCK_ITEMS = limits
+    advisor_statistics.DIRECT_MAX_ENTRIES, advisor_statistics.SINGLE_BLOCK_ITEMS = limits
     poisson = sp.csr_array(sp.diags_array([-1.0, 2.05, -1.0], offsets=[-1, 0, 1], shape=(3000, 3000)))
     b = rng.standard_normal(3000)
     import scipy.sparse.linalg as sla

@@ -1,21 +1,21 @@
-"""Twin of kernels/matrix_stats.cu: the advisor's statistics buffer, computed with NumPy.
+"""Reference of kernels/matrix_stats_*.cu: the advisor's statistics buffer, computed with NumPy.
 
-The kernel ``csr_stats`` writes one buffer of unsigned 64-bit words (the layout constants below
-match the ``.cu`` file's): ``[0:5]`` where the entries sit relative to the diagonal, ``[5]`` the
+The kernels ``csr_stats`` and ``csr_stats_direct`` write one buffer of unsigned 64-bit words (the
+layout constants below match kernels/matrix_stats_common.cuh): ``[0:5]`` where the entries sit relative to the diagonal, ``[5]`` the
 summed widths of slices of :data:`SELL_SLICE` rows, ``[6]`` the number of rows of length at
 least :data:`ROW_STATS_BINS`, ``[7]`` the longest row's length, ``[8:8 + ROW_STATS_BINS]`` the
 histogram of the shorter rows' lengths, then the longer rows' lengths. The kernel appends those
-in no particular order, the twin in row order; read them as a multiset.
+in no particular order, the reference in row order; read them as a multiset.
 
 The kernel's other arguments (its tile size, its work counters and chunk queue, the call's
-epoch) only schedule its work; they change nothing in the buffer, so the twin has none.
+epoch) only schedule its work; they change nothing in the buffer, so the reference has none.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-#: Bins of the row-length histogram kept per block in shared memory (kernels/matrix_stats.cu
+#: Bins of the row-length histogram kept per block in shared memory (kernels/matrix_stats_common.cuh
 #: STATS_BINS).
 ROW_STATS_BINS = 4096
 #: Rows per SELL slice whose widths the kernel sums: one warp.
@@ -45,7 +45,7 @@ def csr_structure(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
 
 def csr_stats(indptr: np.ndarray, indices: np.ndarray, n_rows: int, capacity: int, out: np.ndarray) -> None:
     """Add the statistics of the CSR pattern (indptr, indices) to ``out`` (uint64, its words
-    0 .. OUT_OVERFLOW zero on entry), as kernels/matrix_stats.cu ``csr_stats`` does: the
+    0 .. OUT_OVERFLOW zero on entry), as kernels/matrix_stats_tiled.cu ``csr_stats`` does: the
     structure words, slice widths, the longest row (0 when every length is negative: a corrupt
     indptr), the histogram of lengths below :data:`ROW_STATS_BINS`, and
     the longer rows' lengths (at most ``capacity`` of them stored; ``out[6]`` counts them all).
