@@ -64,6 +64,14 @@ def check_cast(name: str, source: np.dtype, target: np.dtype, casting: str = "sa
         raise TypeError(f"cannot cast {name} from {source} to {target} under casting={casting!r}{hint}")
 
 
+def cast_values(values: Any, dtype: np.dtype) -> Any:
+    """``values`` (NumPy or CuPy) as ``dtype``, a cast already allowed by :func:`check_cast`
+    (complex to real keeps the real part, as asked for with ``casting="unsafe"``)."""
+    if values.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+        values = values.real
+    return values.astype(dtype, copy=False)
+
+
 def _as_dtype(name: str, dtype: Any) -> np.dtype:
     if dtype is None or isinstance(dtype, bool):
         raise TypeError(f"{name} must be a NumPy dtype, got {dtype!r}")

@@ -1,8 +1,10 @@
-"""Test and benchmark matrices: the real ones in ``shared/matrices`` (found by path, never
-copied into the repository) and generators for large reproducible problems.
+"""Test and benchmark matrices: real ones read from a folder of gzipped Matrix Market files
+(found by path, never copied into the repository) and generators for large reproducible
+problems.
 
-The real matrices are looked up in ``$SPARSEGPU_MATRICES``, then ``../shared/matrices`` and
-``.shared/matrices`` beside the repository (the second is where the GPU check carries them).
+The real matrices are looked up in ``$SPARSEGPU_MATRICES``, then in ``.shared/matrices`` inside
+the repository. A folder's ``MANIFEST.tsv`` (tab-separated, a ``name`` column) lists them where
+present; otherwise every ``*.mtx.gz`` in it is one.
 
 Generators return a canonical scipy ``csr_array`` (indices sorted, no duplicates, int32
 indices whenever they fit, int64 otherwise). They are vectorised NumPy/SciPy, so 10^8 nonzeros
@@ -50,22 +52,25 @@ _INT32_MAX = np.iinfo(np.int32).max
 
 
 def matrix_dir() -> Path | None:
-    """The folder holding the real matrices and their MANIFEST.tsv, or None when absent."""
-    candidates = [os.environ.get(MATRICES_ENV, "")]
-    candidates += [str(_REPO.parent / "shared" / "matrices"), str(_REPO / ".shared" / "matrices"),
-                   str(Path.cwd().parent / "shared" / "matrices")]
-    for candidate in candidates:
-        if candidate and (Path(candidate) / "MANIFEST.tsv").is_file():
-            return Path(candidate)
+    """The folder holding the real matrices (``$SPARSEGPU_MATRICES``, else ``.shared/matrices``
+    in the repository), or None when neither holds any."""
+    for candidate in (os.environ.get(MATRICES_ENV, ""), str(_REPO / ".shared" / "matrices")):
+        folder = Path(candidate) if candidate else None
+        if folder and folder.is_dir() and ((folder / "MANIFEST.tsv").is_file() or any(folder.glob("*.mtx.gz"))):
+            return folder
     return None
 
 
 @functools.cache
 def manifest() -> dict[str, dict[str, str]]:
-    """MANIFEST.tsv as {name: row}; empty when the matrices are not found."""
+    """MANIFEST.tsv as {name: row} (names alone where the folder has no manifest); empty when
+    the matrices are not found."""
     folder = matrix_dir()
     if folder is None:
         return {}
+    if not (folder / "MANIFEST.tsv").is_file():
+        return {path.name[: -len(".mtx.gz")]: {"name": path.name[: -len(".mtx.gz")]}
+                for path in folder.glob("*.mtx.gz")}
     with open(folder / "MANIFEST.tsv", newline="") as handle:
         return {row["name"]: row for row in csv.DictReader(handle, delimiter="\t")}
 
@@ -79,7 +84,7 @@ def load_matrix(name: str) -> sp.csr_array:
     """A real matrix by name (symmetric storage expanded) as a scipy csr_array."""
     folder = matrix_dir()
     if folder is None:
-        raise FileNotFoundError(f"real matrices not found; set {MATRICES_ENV} to the folder holding MANIFEST.tsv")
+        raise FileNotFoundError(f"real matrices not found; set {MATRICES_ENV} to a folder of .mtx.gz files")
     path = folder / f"{name}.mtx.gz"
     if not path.is_file():
         raise FileNotFoundError(f"no matrix {name!r} in {folder}")

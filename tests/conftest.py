@@ -53,4 +53,4 @@ def poisoned(shape, dtype, xp) -> object:
 
 
 REAL_MATRICES = datasets.real_matrix_names()
-requires_matrices = pytest.mark.skipif(not REAL_MATRICES, reason="shared/matrices not found")
+requires_matrices = pytest.mark.skipif(not REAL_MATRICES, reason="real matrices not found (set SPARSEGPU_MATRICES)")

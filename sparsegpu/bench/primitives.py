@@ -40,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+import sparsegpu
+from sparsegpu import primitives
 from sparsegpu._backend import array_module
 from sparsegpu.bench.bytes_model import effective_gbps, histogram_bytes, reduce_bytes, scan_bytes
 from sparsegpu.bench.spmv import tolerance
@@ -85,8 +87,6 @@ def make_input(op: str, dtype: str, n: int, backend: str, seed: int = 0, kind: s
 def variant(mode: str) -> Iterator[None]:
     """Runs sparsegpu's scans the way ``mode`` names: "" (the default), "deterministic=False"
     or "reduce-then-scan" (the older reproducible float scan)."""
-    import sparsegpu
-    from sparsegpu import primitives
 
     if mode == "deterministic=False":
         with sparsegpu.options(deterministic=False):

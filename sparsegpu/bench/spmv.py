@@ -28,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import sparsegpu
+from sparsegpu import datasets
 from sparsegpu.bench.bytes_model import effective_gbps, spmv_bytes
 from sparsegpu.bench.timing import GpuBusy, measure, synchronize
 
@@ -277,11 +278,10 @@ def python_overhead(backend: str, repeat: int = 200, rows: int = 1000) -> dict[s
     GPU: ``call_us`` is the median of (call + device synchronise) on an idle GPU;
     ``kernel_us`` the GPU time of one call's kernels alone (events around calls queued while
     the GPU is kept busy, so the host's issuing is hidden); ``issue_us`` the host time to
-    issue one call; ``overhead_us = call_us - kernel_us`` is what issue 2's target (<= 15 us)
+    issue one call; ``overhead_us = call_us - kernel_us`` is what the per-call target (<= 15 us)
     bounds. ``floor_us``: one tiny CuPy kernel + synchronise, the least a call can cost. The
     same figures for cupyx's ``A @ x`` are under ``cupyx``. CPU: ``call_us`` only.
     """
-    from sparsegpu import datasets
 
     S = datasets.random_uniform(rows, 8, seed=0)
     A = sparsegpu.CSR.from_scipy(S, backend=backend)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparsegpu._kernels import device_properties
 from sparsegpu.bench.bytes_model import copy_bytes, effective_gbps
 
 #: A sample covers at least this long (back-to-back calls), so event resolution and launch
@@ -111,7 +112,6 @@ def l2_bytes(backend: str) -> int:
     """The device's L2 cache size (0 on the CPU backend)."""
     if backend != "gpu":
         return 0
-    from sparsegpu._kernels import device_properties
 
     return int(device_properties()["l2_bytes"])
 

@@ -68,7 +68,7 @@ def canonical_scipy(S: Any, layout: str, dtype: Any = None, index_dtype: Any = N
         compressed.sum_duplicates()
     originals = [a for a in (getattr(S, name, None) for name in ("data", "indices", "indptr", "row", "col"))
                  if isinstance(a, np.ndarray)]
-    compressed.data = _owned(compressed.data.astype(value_dt, copy=False), originals)
+    compressed.data = _owned(_validate.cast_values(compressed.data, value_dt), originals)
     compressed.indices = _owned(compressed.indices.astype(index_dt, copy=False), originals)
     compressed.indptr = _owned(compressed.indptr.astype(index_dt, copy=False), originals)
     return compressed
@@ -234,7 +234,7 @@ class SparseMatrix:
         under NumPy's ``casting`` rule (complex to real needs ``casting="unsafe"``)."""
         target = _validate.requested_value_dtype(dtype)
         _validate.check_cast("values", self._dtype, target, casting)
-        return self._map_values(lambda values: values.astype(target))
+        return self._map_values(lambda values: _validate.cast_values(values, target).copy())
 
     def _map_values(self, fn: Any) -> SparseMatrix:
         raise NotImplementedError

@@ -202,7 +202,7 @@ class CompressedMatrix(SparseMatrix):
             _validate.check_compressed(indptr, indices, data, n_major, n_minor, major, minor)
         value_dt = _validate.stored_dtype(data.dtype, dtype, casting)
         index_dt = _validate.index_dtype((m, n), indices.size, index_dtype)
-        arrays = (data.astype(value_dt, copy=False), indices.astype(index_dt, copy=False),
+        arrays = (_validate.cast_values(data, value_dt), indices.astype(index_dt, copy=False),
                   indptr.astype(index_dt, copy=False))
         # A matrix owns its arrays: never the caller's memory.
         self._set(*(a.copy() if any(_validate.overlaps(a, g) for g in given if hasattr(g, "dtype")) else a

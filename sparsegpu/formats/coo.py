@@ -131,7 +131,7 @@ class COO(SparseMatrix):
         value_dt = _validate.stored_dtype(data.dtype, dtype, casting)
         index_dt = _validate.index_dtype((m, n), row.size, index_dtype)
         xp = array_module(target)
-        row, col, data = canonical_coo(row.astype(index_dt), col.astype(index_dt), data.astype(value_dt), (m, n), xp)
+        row, col, data = canonical_coo(row.astype(index_dt), col.astype(index_dt), _validate.cast_values(data, value_dt), (m, n), xp)
         self._set(row, col, data, (m, n), target)
 
     def _set(self, row: Any, col: Any, data: Any, shape: tuple[int, int], backend: Backend) -> None:
