@@ -18,6 +18,7 @@ INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 _INT32_MAX = np.iinfo(np.int32).max
 _VALUE_NAMES = "float32, float64, complex64 or complex128"
 _CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+_PLAIN_REALS = (int, float, np.float64, np.float32)
 
 
 def value_dtype(dtype: Any) -> np.dtype:
@@ -261,6 +262,8 @@ def check_number(name: str, value: Any) -> Any:
 
 def check_scalar(name: str, value: Any, dtype: np.dtype) -> Any:
     """``value`` as a scalar of ``dtype``; a complex value for a real matrix raises."""
+    if type(value) in _PLAIN_REALS:  # the common case, kept cheap: a product costs a few us
+        return dtype.type(value)
     value = check_number(name, value)
     if np.iscomplexobj(value) and dtype.kind != "c":
         if np.imag(value) != 0:

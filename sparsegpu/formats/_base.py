@@ -342,7 +342,7 @@ class SparseMatrix:
                     "this matrix lives on the CPU backend but x is a CuPy array; move the matrix "
                     "with .asbackend('gpu') or pass a NumPy x"
                 )
-            return self._host_product(x, np.empty(m, dtype) if y is None else y, alpha, beta, transpose)
+            return self._host_product(x, y, alpha, beta, transpose)
         if x_on_device:
             import cupy
 
@@ -358,7 +358,7 @@ class SparseMatrix:
         result.get(out=y)
         return y
 
-    def _host_product(self, x: np.ndarray, y: np.ndarray, alpha: Any, beta: Any, transpose: bool) -> np.ndarray:
+    def _host_product(self, x: np.ndarray, y: np.ndarray | None, alpha: Any, beta: Any, transpose: bool) -> np.ndarray:
         """The CPU backend's product: SciPy's compiled CSR (CSC for ``A.T``) product over a view of
         this matrix built once and cached, so the CPU backend runs at SciPy's speed whatever the
         format. The format's NumPy reference runs only when asked (:meth:`reference_spmv`)."""
@@ -369,6 +369,8 @@ class SparseMatrix:
             plain = sp.csr_array((csr.data, csr.indices, csr.indptr), shape=self._shape, copy=False)
             view = self._cache[key] = plain.T if transpose else plain
         product = view @ x
+        if y is None:
+            return product if alpha == 1 else np.multiply(product, alpha, out=product)
         if beta == 0:
             if alpha == 1:
                 y[...] = product
