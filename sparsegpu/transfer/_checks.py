@@ -45,6 +45,9 @@ def csr_input(S: Any) -> Any:
     S = as_scipy_sparse(S)
     if S.format != "csr":
         _validate.check_scipy(S)
+        m, n = S.shape
+        _validate.ensure_fits((m + 1) * 8 + S.nnz * (S.dtype.itemsize + 8),
+                              f"converting a {m}x{n} {S.format.upper()} matrix to CSR", "cpu")
         S = sp.csr_array(S)
     return S
 

@@ -38,6 +38,8 @@ def _sources_of(arrays: Any) -> list[np.ndarray]:
             raise TypeError(f"item {number} is a {type(item).__name__}, not a NumPy array")
         if item.ndim != 1:
             raise ValueError(f"item {number} must be 1-D (reshape(-1) it), got shape {item.shape}")
+        if not item.flags.c_contiguous:
+            _validate.ensure_fits(item.nbytes, f"a contiguous copy of item {number}", "cpu")
         sources.append(np.ascontiguousarray(item))
     return sources
 

@@ -45,7 +45,7 @@ class TransferReport:
     >>> r.gbps, r.transferred
     (4.0, True)
     >>> TransferReport(wall=0.001, nbytes=10**6, backend="cpu")
-    TransferReport(CPU backend: nothing was transferred; 0.001 GB built in host memory in 1.0 ms)
+    TransferReport(CPU backend: nothing was transferred; 0.001 GB stayed in host memory, 1.0 ms)
     """
 
     wall: float = 0.0
@@ -75,8 +75,8 @@ class TransferReport:
 
     def __repr__(self) -> str:
         if not self.transferred:
-            return (f"TransferReport(CPU backend: nothing was transferred; {self.nbytes / 1e9:.3f} GB built in "
-                    f"host memory in {self.wall * 1e3:.1f} ms)")
+            return (f"TransferReport(CPU backend: nothing was transferred; {self.nbytes / 1e9:.3f} GB stayed in "
+                    f"host memory, {self.wall * 1e3:.1f} ms)")
         stages = ", ".join(f"{name} {seconds * 1e3:.1f} ms" for name, seconds in self.stages.items())
         return (f"TransferReport({self.nbytes / 1e9:.3f} GB in {self.chunks} chunks, wall {self.wall * 1e3:.1f} ms, "
                 f"{self.gbps:.1f} GB/s; {stages}; overlap {self.overlap:.2f})")
