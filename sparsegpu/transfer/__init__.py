@@ -32,7 +32,12 @@ from __future__ import annotations
 from sparsegpu.transfer._checks import PackStrategy
 from sparsegpu.transfer.arrays import upload
 from sparsegpu.transfer.csr_upload import STREAM_MIN_BYTES, upload_csr, worth_streaming
-from sparsegpu.transfer.out_of_core import SLOT_ALIGN, OutOfCoreCSR, block_bytes, plan_row_blocks
+from sparsegpu.transfer.out_of_core import (
+    SLOT_ALIGN,
+    OutOfCoreCSR,
+    block_bytes,
+    plan_row_blocks,
+)
 from sparsegpu.transfer.pinned import (
     DEFAULT_BUFFER_BYTES,
     DEFAULT_BUFFERS,

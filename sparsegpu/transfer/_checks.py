@@ -12,6 +12,7 @@ from sparsegpu import _validate
 from sparsegpu.formats._base import as_scipy_sparse
 
 PackStrategy = Literal["threads", "register", "auto"]
+CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 
 
 def positive_int(name: str, value: Any) -> int:
@@ -29,13 +30,22 @@ def optional_positive_int(name: str, value: Any) -> int | None:
 
 def check_pack(pack: Any) -> str:
     """The packing strategy to use for ``pack`` ("threads", "register" or "auto")."""
-    if not isinstance(pack, str) or pack not in ("threads", "register", "auto"):
+    if not isinstance(pack, str):
+        raise TypeError(f"pack must be 'threads', 'register' or 'auto', got {type(pack).__name__} {pack!r}")
+    if pack not in ("threads", "register", "auto"):
         raise ValueError(f"pack must be 'threads', 'register' or 'auto', not {pack!r}")
-    # auto = threads: packing with 8 threads moved about 26 GB/s end to end against about
-    # 20 GB/s for registering (the driver serialises cudaHostRegister), and registering a share
-    # of the chunks while packing the others gave no more than packing alone (measured on an
-    # H200, see docs/performance.md).
+    # auto = threads: packing with threads moved more bytes per second end to end than
+    # registering (the driver serialises cudaHostRegister), and registering a share of the
+    # chunks while packing the others gave no more than packing alone (measured on an H200,
+    # see docs/performance.md).
     return "threads" if pack == "auto" else pack
+
+
+def check_casting(casting: Any) -> str:
+    """``casting`` if it is one of NumPy's casting rules."""
+    if not isinstance(casting, str) or casting not in CASTINGS:
+        raise ValueError(f"casting must be one of {CASTINGS}, not {casting!r}")
+    return casting
 
 
 def csr_input(S: Any) -> Any:

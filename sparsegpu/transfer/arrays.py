@@ -12,10 +12,21 @@ import scipy.sparse as sp
 from sparsegpu import _validate
 from sparsegpu._backend import resolve_backend
 from sparsegpu.formats._base import as_scipy_sparse
-from sparsegpu.transfer._checks import PackStrategy, check_pack, optional_positive_int, positive_int
+from sparsegpu.transfer._checks import (
+    PackStrategy,
+    check_pack,
+    optional_positive_int,
+    positive_int,
+)
 from sparsegpu.transfer.pinned import DEFAULT_BUFFER_BYTES, PinnedPool
 from sparsegpu.transfer.report import Progress, Timeline
-from sparsegpu.transfer.staging import Chunk, join_streams, plan_for, staged_streams, stream_arrays
+from sparsegpu.transfer.staging import (
+    Chunk,
+    join_streams,
+    plan_for,
+    staged_streams,
+    stream_arrays,
+)
 
 
 def _sources_of(arrays: Any) -> list[np.ndarray]:

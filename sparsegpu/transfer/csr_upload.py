@@ -16,6 +16,7 @@ from sparsegpu.formats.csr import CSR
 from sparsegpu.primitives import expand_pointers
 from sparsegpu.transfer._checks import (
     PackStrategy,
+    check_casting,
     check_csr_ends,
     check_pack,
     csr_input,
@@ -25,7 +26,13 @@ from sparsegpu.transfer._checks import (
 from sparsegpu.transfer.arrays import device_bytes
 from sparsegpu.transfer.pinned import DEFAULT_BUFFER_BYTES, PinnedPool
 from sparsegpu.transfer.report import Progress, Timeline
-from sparsegpu.transfer.staging import Chunk, join_streams, plan_for, staged_streams, stream_arrays
+from sparsegpu.transfer.staging import (
+    Chunk,
+    join_streams,
+    plan_for,
+    staged_streams,
+    stream_arrays,
+)
 
 #: ``from_scipy`` streams matrices of at least this many bytes (values and indices) through
 #: :func:`upload_csr` on the GPU; below it one plain copy costs less than setting up streams.
@@ -194,8 +201,6 @@ def upload_csr(S: Any, *, dtype: Any = None, index_dtype: Any = None, casting: s
     ...
     TypeError: cannot cast values from complex128 to float64 under casting='same_kind' (pass casting="unsafe" to drop imaginary parts)
     """
-    given = as_scipy_sparse(S)
-    S = csr_input(given)
     streams = positive_int("streams", streams)
     pack = check_pack(pack)
     pack_threads = optional_positive_int("pack_threads", pack_threads)
@@ -203,7 +208,10 @@ def upload_csr(S: Any, *, dtype: Any = None, index_dtype: Any = None, casting: s
     progress = _validate.check_bool("progress", progress)
     report = _validate.check_bool("report", report)
     check = _validate.check_bool("check", check)
+    casting = check_casting(casting)
     target_backend = resolve_backend(backend)
+    given = as_scipy_sparse(S)
+    S = csr_input(given)
     if check and target_backend == "cpu" and S is given:  # converted input was checked in full already
         _validate.check_scipy(S)
     check_csr_ends(S)
@@ -237,12 +245,12 @@ def _upload_cpu(given: Any, S: Any, value_dt: np.dtype, index_dt: np.dtype, repo
                           f"upload_csr of a {m}x{n} matrix with {S.nnz} entries", "cpu")
     timeline = Timeline(report, "cpu")
     with timeline.host("pack"):
-        with warnings.catch_warnings():
-            # Reached only when ``casting`` allows complex -> real: the caller asked for it.
-            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
-            C = canonical_scipy(S, "csr", value_dt, index_dt)
+        C = canonical_scipy(S, "csr", None, index_dt)
+        # Complex -> real only when ``casting`` allowed it: the caller asked for the real part.
+        values = C.data.real if C.data.dtype.kind == "c" and value_dt.kind != "c" else C.data
         caller_arrays = _stored_arrays(given)
-        data, indices, indptr = (_owned(a, caller_arrays) for a in (C.data, C.indices, C.indptr))
+        data, indices, indptr = (_owned(a, caller_arrays)
+                                 for a in (np.ascontiguousarray(values, dtype=value_dt), C.indices, C.indptr))
         csr = CSR._make(data, indices, indptr, (m, n), "cpu")
     timeline.report.nbytes = csr.nbytes
     result = timeline.finish()

@@ -273,7 +273,7 @@ class PinnedPool:
 
     Examples
     --------
-    >>> with PinnedPool(buffers=2, buffer_bytes=1 << 16) as pool:
+    >>> with PinnedPool(buffers=2, buffer_bytes=1 << 16, backend="cpu") as pool:
     ...     with pool.borrow(2) as bufs:
     ...         len(bufs), pool.available
     (2, 0)

@@ -17,7 +17,12 @@ from typing import Any
 import numpy as np
 
 from sparsegpu.transfer._checks import positive_int
-from sparsegpu.transfer.pinned import PinnedPool, default_pool, is_pinned, unregister_pages
+from sparsegpu.transfer.pinned import (
+    PinnedPool,
+    default_pool,
+    is_pinned,
+    unregister_pages,
+)
 from sparsegpu.transfer.report import Progress, Timeline
 
 #: Host page size: ``pack="register"`` places chunk boundaries on page boundaries so that no
@@ -65,8 +70,8 @@ _pack_executors_lock = threading.Lock()
 
 def _pack_executor(threads: int) -> ThreadPoolExecutor:
     """The process-wide pool of ``threads`` packing threads, started on first use: starting
-    the threads for every upload would put their start-up (about 1.5 ms for 16) on its
-    critical path. concurrent.futures joins the threads at exit."""
+    the threads for every upload would put their start-up on its critical path.
+    concurrent.futures joins the threads at exit."""
     with _pack_executors_lock:
         if threads not in _pack_executors:
             _pack_executors[threads] = ThreadPoolExecutor(threads, thread_name_prefix=f"sparsegpu-pack{threads}")

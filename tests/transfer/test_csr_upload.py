@@ -95,6 +95,9 @@ def test_dtype_and_casting(rng):
         warnings.simplefilter("error")
         real = upload_csr(Z, dtype=np.float64, casting="unsafe", backend="cpu")
     assert real.dtype == np.float64 and np.array_equal(real.data, Z.data.real)
+    assert real.data.flags.c_contiguous and not np.shares_memory(real.data, Z.data)
+    Zc = sp.csr_array((Z.data.copy(), Z.indices, Z.indptr), shape=Z.shape)  # owned only by the test
+    assert upload_csr(Zc, dtype=np.float32, casting="unsafe", backend="cpu").data.flags.c_contiguous
     with pytest.raises(TypeError, match="float32, float64, complex64 or complex128"):
         upload_csr(S, dtype=np.int32, backend="cpu")
     with pytest.raises(ValueError, match="casting must be one of"):
@@ -110,7 +113,8 @@ def test_dtype_and_casting(rng):
     ("progress", 1, TypeError, "progress must be True or False"),
     ("report", "no", TypeError, "report must be True or False"),
     ("check", None, TypeError, "check must be True or False"),
-    ("pack", 3, ValueError, "pack must be"),
+    ("pack", 3, TypeError, "pack must be"),
+    ("casting", "sometimes", ValueError, "casting must be one of"),
 ])
 def test_option_checks(option, value, error, words):
     with pytest.raises(error, match=words):

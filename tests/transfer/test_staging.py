@@ -3,11 +3,10 @@ exception (GPU)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import numpy as np
 
 from sparsegpu import transfer
 from sparsegpu.transfer import PinnedPool, pack_copy, plan_chunks, staging, upload_csr
