@@ -5,11 +5,19 @@ SpMV against the time its bytes take at the pinned rate.
 Every figure is end to end: from host arrays to a ready device matrix (validated, canonical),
 timed on the host after a device synchronise; the median of ``repeat`` runs after a warm-up (the default
 upload and ``from_scipy`` called in turn, so that both see the same state).
-GB/s counts the matrix's host bytes (values + indices + row pointers) once.
+GB/s counts the matrix's host bytes (values + indices + row pointers) once. The validation
+cost is the same upload timed with ``check=True`` (the default: the checks run on the device as
+chunks arrive) and ``check=False``, in turn. Without a GPU nothing is transferred: the table
+gives the CPU path's host times and says so.
 
 >>> result = bench_transfer("cpu", rows=2000, per_row=4, repeat=1)
 >>> [row["what"] for row in result["rows"]][:2]
 ['upload_csr, pageable, pack=threads', 'CSR.from_scipy(S), pageable (streamed when large)']
+>>> import io
+>>> text = io.StringIO()
+>>> print_transfer(result, file=text)
+>>> "no GPU: nothing was transferred" in text.getvalue(), "nan" in text.getvalue()
+(True, False)
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from sparsegpu.formats.csr import CSR
 from sparsegpu.bench.timing import synchronize
 
 #: Rows of the benchmark matrix by ``--size``: 20M rows x 10 per row, float64/int32, is
-#: 2.48 GB (as in ``../shared/anchors``); the small size keeps the CPU run quick.
+#: 2.48 GB; the small size keeps the CPU run quick.
 ROWS = {"small": 200_000, "medium": 20_000_000, "large": 20_000_000}
 PER_ROW = 10
 
@@ -96,9 +104,9 @@ def _interleaved_medians(fns: dict[str, Callable[[], Any]], backend: str, repeat
 
 def h2d_bandwidth(backend: str, nbytes: int = 1 << 30, repeat: int = 5) -> dict[str, float]:
     """Host -> device GB/s of a ``nbytes`` copy from pinned and from pageable memory (CuPy
-    copies; NaN on the CPU backend)."""
+    copies); None on the CPU backend, where nothing is transferred."""
     if backend != "gpu":
-        return {"pinned": float("nan"), "pageable": float("nan")}
+        return {"pinned": None, "pageable": None}
     import cupy
 
     device = cupy.empty(nbytes, np.uint8)
@@ -141,8 +149,9 @@ def bench_transfer(backend: str, rows: int = ROWS["medium"], per_row: int = PER_
     reference = transfer.upload_csr(S, backend=backend)
 
     def record(what: str, seconds: float, *, cupyx_s: float | None = None, report: Any = None) -> None:
-        gbps = nbytes / seconds / 1e9
-        results.append({"what": what, "seconds": seconds, "gbps": gbps, "of_pinned": gbps / h2d["pinned"],
+        gbps = nbytes / seconds / 1e9 if backend == "gpu" else None
+        results.append({"what": what, "seconds": seconds, "gbps": gbps,
+                        "of_pinned": gbps / h2d["pinned"] if gbps is not None else None,
                         "vs_cupyx": (cupyx_s / seconds) if cupyx_s else None})
         if report is not None:
             reports[what] = repr(report)
@@ -175,6 +184,8 @@ def bench_transfer(backend: str, rows: int = ROWS["medium"], per_row: int = PER_
     record("upload_csr, pageable, pack=threads", upload_s, report=report)
     record("CSR.from_scipy(S), pageable (streamed when large)", from_scipy_s)
     A = B = None
+    step("validation cost: upload_csr with check=True and check=False")
+    validation = _bench_validation(S, reference, backend, repeat, wrong)
     timed_upload("upload_csr, pageable, pack=register", S, reference, pack="register")
     cores = os.cpu_count() or 1
     if cores > transfer.default_pack_threads():
@@ -203,13 +214,27 @@ def bench_transfer(backend: str, rows: int = ROWS["medium"], per_row: int = PER_
     finally:
         for a in arrays:
             transfer.unpin(a)
-    return {"matrix": {"rows": rows, "per_row": per_row, "nnz": int(S.nnz), "bytes": nbytes, "build_s": build_s},
-            "h2d": h2d, "rows": results, "out_of_core": out_of_core, "reports": reports,
+    return {"backend": backend,
+            "matrix": {"rows": rows, "per_row": per_row, "nnz": int(S.nnz), "bytes": nbytes, "build_s": build_s},
+            "h2d": h2d, "rows": results, "validation": validation, "out_of_core": out_of_core, "reports": reports,
             "status": "wrong" if wrong else "ok", "wrong": wrong}
 
 
+def _bench_validation(S: sp.csr_array, reference: Any, backend: str, repeat: int, wrong: list[str]) -> dict[str, Any]:
+    """The same upload with the structure checks (``check=True``) and without, timed in turn:
+    their ratio is what validation costs (the target is at most 1.05 on the 2.48 GB matrix)."""
+    both = _interleaved_medians({"checked": lambda: transfer.upload_csr(S, backend=backend, check=True),
+                                 "unchecked": lambda: transfer.upload_csr(S, backend=backend, check=False)},
+                                backend, repeat)
+    for name, (_, matrix) in both.items():
+        if not _same_csr(matrix, reference):
+            wrong.append(f"upload_csr, check={name == 'checked'}")
+    checked_s, unchecked_s = both["checked"][0], both["unchecked"][0]
+    return {"checked_s": checked_s, "unchecked_s": unchecked_s, "ratio": checked_s / unchecked_s}
+
+
 def _bench_out_of_core(P: sp.csr_array, reference: Any, backend: str, repeat: int, nbytes: int,
-                       pinned_gbps: float) -> dict[str, Any]:
+                       pinned_gbps: float | None) -> dict[str, Any]:
     """Out-of-core SpMV of ``P`` (pinned) under a budget of half its bytes, x resident."""
     budget = nbytes // 2
     A = transfer.OutOfCoreCSR(P, device_budget_bytes=budget, backend=backend)
@@ -221,28 +246,38 @@ def _bench_out_of_core(P: sp.csr_array, reference: Any, backend: str, repeat: in
     expected = reference @ x
     seconds, y = _median_seconds(lambda: A.spmv(x), backend, repeat)  # the warm-up builds the plans
     A.spmv(x, report=True)  # the timeline, from a run of its own (its events are not in the timing)
-    copy_s = nbytes / (pinned_gbps * 1e9)  # NaN on the CPU backend
+    copy_s = nbytes / (pinned_gbps * 1e9) if pinned_gbps else None  # None on the CPU backend
     xp = reference._xp
     return {"budget_bytes": budget, "blocks": len(A.blocks), "seconds": seconds, "pinned_copy_s": copy_s,
-            "ratio": seconds / copy_s, "wrong": not bool(xp.array_equal(y, expected)), "report": repr(A.last_report)}
+            "ratio": seconds / copy_s if copy_s else None, "wrong": not bool(xp.array_equal(y, expected)),
+            "report": repr(A.last_report)}
 
 
 def print_transfer(result: dict[str, Any], file: Any = None) -> None:
-    """The benchmark's table and per-stage timelines, as text."""
+    """The benchmark's table and per-stage timelines, as text. Without a GPU (CPU backend) it
+    says nothing was transferred and gives host times only."""
     out = file or sys.stdout
     matrix, h2d = result["matrix"], result["h2d"]
+    on_gpu = result.get("backend", "gpu") == "gpu"
+    rates = (f"H2D pinned {h2d['pinned']:.1f} GB/s, pageable {h2d['pageable']:.1f} GB/s" if on_gpu
+             else "no GPU: nothing was transferred (host times of the CPU path)")
     print(f"\nStreamed transfers: CSR {matrix['rows']} rows x {matrix['per_row']} per row, "
-          f"{matrix['bytes'] / 1e9:.2f} GB (built in {matrix['build_s']:.1f} s); H2D pinned {h2d['pinned']:.1f} GB/s, "
-          f"pageable {h2d['pageable']:.1f} GB/s", file=out)
+          f"{matrix['bytes'] / 1e9:.2f} GB (built in {matrix['build_s']:.1f} s); {rates}", file=out)
     print(f"{'what':<62} {'ms':>9} {'GB/s':>7} {'% pinned':>9} {'x cupyx':>8}", file=out)
     for row in result["rows"]:
         ratio = f"{row['vs_cupyx']:.2f}" if row["vs_cupyx"] else "-"
-        print(f"{row['what']:<62} {row['seconds'] * 1e3:9.1f} {row['gbps']:7.1f} "
-              f"{row['of_pinned'] * 100:8.0f}% {ratio:>8}", file=out)
+        gbps = f"{row['gbps']:7.1f}" if row["gbps"] is not None else f"{'-':>7}"
+        share = f"{row['of_pinned'] * 100:8.0f}%" if row["of_pinned"] is not None else f"{'-':>9}"
+        print(f"{row['what']:<62} {row['seconds'] * 1e3:9.1f} {gbps} {share} {ratio:>8}", file=out)
+    check = result["validation"]
+    target = "(target <= 1.05)" if on_gpu else "(host checks of the CPU path)"
+    print(f"validation: upload_csr check=True {check['checked_s'] * 1e3:.1f} ms, check=False "
+          f"{check['unchecked_s'] * 1e3:.1f} ms: ratio {check['ratio']:.3f} {target}", file=out)
     ooc = result["out_of_core"]
+    against = (f"vs pinned copy of its bytes {ooc['pinned_copy_s'] * 1e3:.1f} ms: ratio {ooc['ratio']:.3f} "
+               "(target <= 1.15)" if ooc["ratio"] is not None else "(no GPU: no copy to compare with)")
     print(f"out-of-core SpMV, budget {ooc['budget_bytes'] / 1e9:.2f} GB ({ooc['blocks']} blocks): "
-          f"{ooc['seconds'] * 1e3:.1f} ms vs pinned copy of its bytes {ooc['pinned_copy_s'] * 1e3:.1f} ms: "
-          f"ratio {ooc['ratio']:.3f} (target <= 1.15)", file=out)
+          f"{ooc['seconds'] * 1e3:.1f} ms {against}", file=out)
     print("per-stage timelines:", file=out)
     for what, text in result["reports"].items():
         print(f"  {what}: {text}", file=out)
