@@ -28,11 +28,9 @@ from typing import Any
 import numpy as np
 
 from sparsegpu._backend import Backend, array_module
-from sparsegpu._kernels import blocks_for, device_properties
 from sparsegpu.primitives.dot import (BLOCK, BLOCKS_PER_SM, KRYLOV_KERNELS, NULL_POINTER, OPS, dot_scratch,  # noqa: F401
                                       krylov_grid, vector_dot)
 from sparsegpu.reference import krylov as twin
-from sparsegpu.reference.spmv import dot_into
 
 class FusedWorkspace:
     """Scalars, status and reduction scratch for one fused solve on one backend."""

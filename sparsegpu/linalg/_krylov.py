@@ -50,7 +50,16 @@ from sparsegpu.linalg._fused import (
     solver_stream,
     vector_dot,
 )
-from sparsegpu.linalg._system import System, check_maxiter, initial_residual, prepare
+from sparsegpu._validate import ensure_fits
+from sparsegpu.linalg._system import (
+    System,
+    check_bool_option,
+    check_callback,
+    check_maxiter,
+    check_positive_int,
+    initial_residual,
+    prepare,
+)
 from sparsegpu.reference import krylov as codes
 
 #: Iterations between two host reads of the device status on the GPU (1 on the CPU backend).
@@ -67,12 +76,30 @@ class Outcome:
     history: list[float] = field(default_factory=list)
 
 
+def _check_options(name: str, check_every: Any, callback: Any, history: Any) -> int | None:
+    """The options every solver takes, checked before anything is converted or allocated:
+    ``check_every`` (None or an int >= 1, returned), ``callback`` and ``history``."""
+    check_callback(name, callback)
+    check_bool_option(name, "history", history)
+    return None if check_every is None else check_positive_int(name, "check_every", check_every)
+
+
 def _check_every(system: System, check_every: int | None) -> int:
+    """The batch length: ``check_every`` (checked), or the backend's default."""
     if check_every is None:
         return CHECK_EVERY if system.backend == "gpu" else 1
-    if int(check_every) < 1:
-        raise ValueError(f"check_every must be a positive integer, got {check_every}")
-    return int(check_every)
+    return check_every
+
+
+def _ring_length(system: System, every: int, history: bool) -> int:
+    """Residual norms kept on the device for one batch (0 without a history), checked to fit:
+    a huge ``check_every`` would size it."""
+    if not history:
+        return 0
+    ring = history_ring_length(every)
+    ensure_fits(8 * ring, f"{system.name}: a residual history of {ring:,} entries (check_every={every})",
+                system.backend)
+    return ring
 
 
 def _calls_back(status: int) -> bool:
@@ -133,12 +160,16 @@ def _pipelined(ws: FusedWorkspace, launcher: BatchLauncher, status: int, count: 
 
 def _fused_setup(name: str, A: Any, b: Any, x0: Any, rtol: Any, atol: Any, maxiter: Any, M: Any,
                  check_every: int | None, history: bool,
-                 maxiter_per_unknown: int = 10) -> tuple[System, int, Any]:
+                 callback: Any, maxiter_per_unknown: int = 10) -> tuple[System, int, Any]:
+    """Check every argument, then prepare the system and its workspace."""
+    check_every = _check_options(name, check_every, callback, history)
+    if maxiter is not None:
+        check_maxiter(name, maxiter, 0)
     system = prepare(name, A, b, x0, rtol, atol, M, fuse_jacobi=True)
     system.maxiter = check_maxiter(name, maxiter, maxiter_per_unknown * system.n)
     every = _check_every(system, check_every)
     ws = FusedWorkspace(system.backend, system.n, system.dtype, system.atol, system.maxiter,
-                        history_ring=history_ring_length(every) if history else 0)
+                        history_ring=_ring_length(system, every, history))
     return system, every, ws
 
 
@@ -146,7 +177,7 @@ def cg_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: floa
                maxiter: int | None = None, M: Any = None, callback: Callable | None = None,
                check_every: int | None = None, history: bool = False) -> tuple[System, Outcome]:
     """CG, returning the full :class:`Outcome` (see :func:`cg`)."""
-    system, every, ws = _fused_setup("cg", A, b, x0, rtol, atol, maxiter, M, check_every, history)
+    system, every, ws = _fused_setup("cg", A, b, x0, rtol, atol, maxiter, M, check_every, history, callback)
     if system.bnorm == 0:
         return system, Outcome(system.b.copy(), 0, 0, [0.0] if history else [])
     x, r, dinv, general = system.x, initial_residual(system), system.dinv, system.M
@@ -182,7 +213,8 @@ def bicgstab_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol
                      maxiter: int | None = None, M: Any = None, callback: Callable | None = None,
                      check_every: int | None = None, history: bool = False) -> tuple[System, Outcome]:
     """BiCGSTAB, returning the full :class:`Outcome` (see :func:`bicgstab`)."""
-    system, every, ws = _fused_setup("bicgstab", A, b, x0, rtol, atol, maxiter, M, check_every, history)
+    system, every, ws = _fused_setup("bicgstab", A, b, x0, rtol, atol, maxiter, M, check_every, history,
+                                     callback)
     if system.bnorm == 0:
         return system, Outcome(system.b.copy(), 0, 0, [0.0] if history else [])
     x, r, dinv, general = system.x, initial_residual(system), system.dinv, system.M
@@ -237,12 +269,15 @@ def gmres_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: f
     """
     if callback_type is None:
         callback_type = "legacy"
-    if callback_type not in ("x", "pr_norm", "legacy"):
-        raise ValueError(f"Unknown callback_type: {callback_type!r}")
+    if not isinstance(callback_type, str) or callback_type not in ("x", "pr_norm", "legacy"):
+        raise ValueError(f"gmres: callback_type must be 'x', 'pr_norm' or 'legacy', got {callback_type!r}")
     if callback is None:
         callback_type = None
-    if restart is not None and int(restart) < 1:
-        raise ValueError(f"gmres: restart must be a positive integer, got {restart}")
+    if restart is not None:
+        restart = check_positive_int("gmres", "restart", restart)
+    check_every = _check_options("gmres", check_every, callback, history)
+    if maxiter is not None:
+        check_maxiter("gmres", maxiter, 0)
     system = prepare("gmres", A, b, x0, rtol, atol, M, fuse_jacobi=True)
     n, xp, bnrm2, atol_ = system.n, system.xp, system.bnorm, system.atol
     maxiter = system.maxiter = check_maxiter("gmres", maxiter, 10 * n)
@@ -250,7 +285,9 @@ def gmres_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: f
     if bnrm2 == 0:
         return system, Outcome(system.b.copy(), 0, 0, [])
     x, dtype, dinv, general = system.x, system.dtype, system.dinv, system.M
-    restart = min(20 if restart is None else int(restart), n)
+    restart = min(20 if restart is None else restart, n)
+    ensure_fits((restart + 1) * n * dtype.itemsize + 8 * codes.gmres_slots(restart),
+                f"gmres: a Krylov basis of {restart + 1} x {n:,} vectors (restart={restart})", system.backend)
     basis = xp.empty((restart + 1, n), dtype)  # SciPy's v; w lives in row col + 1
     v = list(basis)  # its rows, made once (views: the kernels get their pointers)
     Mb_nrm2 = system.norm(system.precondition(system.b, basis[0]))
@@ -258,10 +295,8 @@ def gmres_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: f
     r = initial_residual(system)
     if system.norm(r) < atol_:
         return system, Outcome(x, 0, 0, [])
-    if maxiter == 0:  # SciPy runs no cycle
-        return system, Outcome(x, 0, 0, [])
     ws = FusedWorkspace(system.backend, n, dtype, atol_, maxiter,
-                        history_ring=history_ring_length(every) if history else 0, gmres_restart=restart)
+                        history_ring=_ring_length(system, every, history), gmres_restart=restart)
     ws.set_slots({codes.GM_PTOL: ptol, codes.GM_FACTOR: 1.0, codes.GM_EPS: float(np.finfo(dtype).eps)})
     ws.set_words({codes.GM_LEGACY: int(callback_type == "legacy")})
     av = ws.empty() if general is not None or dinv is not None else None
@@ -375,10 +410,11 @@ def minres_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: 
     maps them; r2.M r2 < 0 raises SciPy's ``ValueError('non-symmetric matrix')`` when the
     host reads the status, a NaN or infinity gives info -1 (x is the last finite iterate).
     """
-    system, every, ws = _fused_setup("minres", A, b, x0, rtol, atol, maxiter, M, check_every, history,
-                                     maxiter_per_unknown=5)
     shift = _real_scalar("minres", "shift", shift)
-    n, xp, dtype, x = system.n, system.xp, system.dtype, system.x
+    check = check_bool_option("minres", "check", check)
+    system, every, ws = _fused_setup("minres", A, b, x0, rtol, atol, maxiter, M, check_every, history,
+                                     callback, maxiter_per_unknown=5)
+    dtype, x = system.dtype, system.x
     dinv, general = system.dinv, system.M
     eps = float(np.finfo(dtype).eps)
     r1, r2 = ws.zeros(), initial_residual(system)  # SciPy's r2 = r1 (r1 unused before itn 2)
