@@ -1,7 +1,9 @@
 """CG, BiCGSTAB, GMRES and MINRES with SciPy's signatures, semantics and stopping tests.
 
-All four run on the fused steps of kernels/krylov.cu (twins on the CPU backend): their scalars
-live on the device and the host reads the status word once every ``check_every`` iterations. Iterations launched after convergence, breakdown or the iteration limit change
+All four run on the fused steps of kernels/krylov.cu (NumPy vector operations on the CPU
+backend, :mod:`sparsegpu.linalg._host`): their scalars live on the device and the host reads
+the status word once every ``check_every`` iterations. Iterations launched after convergence,
+breakdown or the iteration limit change
 nothing (every step is frozen by the device status), so the result is the iterate of the first
 converged step, exactly as if the test ran on the host every iteration.
 
@@ -191,19 +193,19 @@ def cg_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: floa
 
     def rho_from_general_preconditioner() -> None:
         general.apply(r, z)
-        ws.step(codes.CG_RHO, r, z)
+        ws.step(codes.CG_RHO, r=r, z=z)
 
     def precondition_and_p() -> None:
         if general is not None:
             rho_from_general_preconditioner()
-        ws.step(codes.CG_P, p, z, x, dinv=dinv, flag=p_flag)  # x += alpha p (pending), p = z + beta p
+        ws.step(codes.CG_P, p=p, z=z, x=x, dinv=dinv, flag=p_flag)  # x += alpha p (pending), p = z + beta p
 
-    ws.step(codes.CG_UPDATE, r, q, dinv=dinv, flag=mode | codes.FLAG_START)
+    ws.step(codes.CG_UPDATE, r=r, q=q, dinv=dinv, flag=mode | codes.FLAG_START)
     precondition_and_p()
 
     def iteration() -> None:
         system.A.apply_dot(p, q, ws.pq)  # q = A p and p.q into sc[PQ], for CG_UPDATE's alpha
-        ws.step(codes.CG_UPDATE, r, q, dinv=dinv, flag=mode)
+        ws.step(codes.CG_UPDATE, r=r, q=q, dinv=dinv, flag=mode)
         precondition_and_p()
 
     return system, _drive(system, ws, iteration, x, callback, every, history)
@@ -223,20 +225,20 @@ def bicgstab_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol
     phat = ws.zeros() if preconditioned else p
     shat = ws.empty() if preconditioned else r
     flag = codes.FLAG_DINV if dinv is not None else 0
-    ws.step(codes.BI_START, r, rtilde)
+    ws.step(codes.BI_START, r=r, rtilde=rtilde)
 
     def iteration() -> None:
-        ws.step(codes.BI_P, p, r, v, phat, dinv=dinv, flag=flag)
+        ws.step(codes.BI_P, p=p, r=r, v=v, phat=phat, dinv=dinv, flag=flag)
         if general is not None:
             general.apply(p, phat)
         system.A.apply(phat, v)
-        ws.step(codes.BI_ALPHA, rtilde, v)
-        ws.step(codes.BI_S, r, v, shat, dinv=dinv, flag=flag)
+        ws.step(codes.BI_ALPHA, rtilde=rtilde, v=v)
+        ws.step(codes.BI_S, r=r, v=v, shat=shat, dinv=dinv, flag=flag)  # s in r
         if general is not None:
             general.apply(r, shat)
         system.A.apply(shat, t)
-        ws.step(codes.BI_OMEGA, t, r)
-        ws.step(codes.BI_XR, x, r, phat, shat, t, rtilde)
+        ws.step(codes.BI_OMEGA, t=t, s=r)
+        ws.step(codes.BI_XR, x=x, r=r, phat=phat, shat=shat, t=t, rtilde=rtilde)
 
     return system, _drive(system, ws, iteration, x, callback, every, history)
 
@@ -311,26 +313,26 @@ def gmres_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: f
             system.A.apply(v[col], av)
             if general is not None:
                 general.apply(av, w)
-        ws.step(codes.GM_ARNOLDI_FIRST, w, v[0], av, dinv=dinv, flag=first_flag)  # h0, h[col, 0]
+        ws.step(codes.GM_ARNOLDI_FIRST, w=w, v0=v[0], av=av, dinv=dinv, flag=first_flag)  # h0, h[col, 0]
         for k in range(col):
-            ws.step(codes.GM_ARNOLDI, w, v[k], v[k + 1], flag=k)  # w -= h[col, k] v[k]; h[col, k + 1]
-        ws.step(codes.GM_ARNOLDI_LAST, w, v[col])  # h1, rotations, presid, inner tests
-        ws.step(codes.GM_SCALE, w)  # v[col + 1] = w / h1
+            ws.step(codes.GM_ARNOLDI, w=w, vk=v[k], vnext=v[k + 1], flag=k)  # w -= h[col, k] v[k]; h[col, k + 1]
+        ws.step(codes.GM_ARNOLDI_LAST, w=w, vcol=v[col])  # h1, rotations, presid, inner tests
+        ws.step(codes.GM_SCALE, v=w)  # v[col + 1] = w / h1
 
     def end_of_cycle() -> None:
         ws.step(codes.GM_SOLVE)
-        ws.step(codes.GM_UPDATE_X, x, basis)
+        ws.step(codes.GM_UPDATE_X, x=x, basis=basis)
         system.A.apply(x, ax)
         if general is not None:
-            ws.step(codes.GM_RESIDUAL, r, system.b, ax)
+            ws.step(codes.GM_RESIDUAL, r=r, b=system.b, ax=ax)
             general.apply(r, v[0])
-            ws.step(codes.GM_NORM0, v[0])
+            ws.step(codes.GM_NORM0, v0=v[0])
         elif dinv is not None:
-            ws.step(codes.GM_RESIDUAL, r, system.b, ax, v[0], dinv=dinv,
+            ws.step(codes.GM_RESIDUAL, r=r, b=system.b, ax=ax, v0=v[0], dinv=dinv,
                     flag=codes.FLAG_DINV | codes.FLAG_START)  # r, and v[0] = dinv r
         else:
-            ws.step(codes.GM_RESIDUAL, v[0], system.b, ax, flag=codes.FLAG_START)  # v[0] = r
-        ws.step(codes.GM_SCALE, v[0])
+            ws.step(codes.GM_RESIDUAL, r=v[0], b=system.b, ax=ax, flag=codes.FLAG_START)  # v[0] = r
+        ws.step(codes.GM_SCALE, v=v[0])
 
     def inner_batch(start: int, stop: int) -> None:
         for column in range(start, stop):
@@ -354,8 +356,8 @@ def gmres_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: f
 
     with solver_stream(system.backend):
         system.precondition(r, v[0])
-        ws.step(codes.GM_NORM0, v[0])
-        ws.step(codes.GM_SCALE, v[0])
+        ws.step(codes.GM_NORM0, v0=v[0])
+        ws.step(codes.GM_SCALE, v=v[0])
         ws.drain_history(recorded, 0)  # the ring's entry 0 (nothing: presid starts at 1)
         for _cycle in range(maxiter):
             # Inner batches, a read after each one that does not reach the restart length: the
@@ -446,16 +448,16 @@ def minres_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: 
     v, q, w1, w2 = ws.empty(), ws.empty(), ws.zeros(), ws.zeros()
     fused = codes.FLAG_DINV if dinv is not None else 0
     residual_flag = codes.FLAG_LATE_RHO if general is not None else fused
-    ws.step(codes.MR_UPDATE, x, v, w1, w2, z, dinv=dinv, flag=fused | codes.FLAG_START)  # v = y / beta1
+    ws.step(codes.MR_UPDATE, x=x, v=v, w1=w1, w2=w2, z=z, dinv=dinv, flag=fused | codes.FLAG_START)  # v = y / beta1
 
     def iteration() -> None:
         system.A.apply(v, q)
-        ws.step(codes.MR_LANCZOS, q, v, r1)  # y = A v - shift v - (beta/oldb) r1; alfa = v.y
-        ws.step(codes.MR_RESIDUAL, r1, r2, q, dinv=dinv, flag=residual_flag)  # r1 = r2; r2 = ...; beta
+        ws.step(codes.MR_LANCZOS, q=q, v=v, r1=r1)  # y = A v - shift v - (beta/oldb) r1; alfa = v.y
+        ws.step(codes.MR_RESIDUAL, r1=r1, r2=r2, y=q, dinv=dinv, flag=residual_flag)  # r1 = r2; r2 = ...; beta
         if general is not None:
             general.apply(r2, z)
-            ws.step(codes.MR_RZ, r2, z)  # beta = sqrt(r2.z), then the rotation
-        ws.step(codes.MR_UPDATE, x, v, w1, w2, z, dinv=dinv, flag=fused)  # w, x, the next v; tests
+            ws.step(codes.MR_RZ, r2=r2, z=z)  # beta = sqrt(r2.z), then the rotation
+        ws.step(codes.MR_UPDATE, x=x, v=v, w1=w1, w2=w2, z=z, dinv=dinv, flag=fused)  # w, x, the next v; tests
 
     outcome = _drive(system, ws, iteration, x, callback, every, history,
                      calls_back=lambda status: status >= 0)
