@@ -52,7 +52,7 @@
 // outer tests and the ptol update; with FLAG_START it also forms the next v[0] = r or dinv r
 // and starts the cycle, else the host applies M and GM_NORM0 starts it), then GM_SCALE of v[0].
 //
-// The NumPy twin is sparsegpu/reference/krylov.py (same op codes, slots and arguments).
+// The NumPy reference is sparsegpu/reference/krylov.py (same op codes, slots and arguments).
 #include "common.cuh"
 
 namespace sg_krylov {
