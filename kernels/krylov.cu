@@ -52,7 +52,7 @@
 // outer tests and the ptol update; with FLAG_START it also forms the next v[0] = r or dinv r
 // and starts the cycle, else the host applies M and GM_NORM0 starts it), then GM_SCALE of v[0].
 //
-// The NumPy twin is sparsegpu/reference/krylov.py (same op codes, slots and arguments).
+// The NumPy reference is sparsegpu/reference/krylov.py (same op codes, slots and arguments).
 #include "common.cuh"
 
 namespace sg_krylov {
@@ -505,111 +505,168 @@ __device__ __forceinline__ void gmres_coefficient(Coefficients<V>& k, double* sc
 
 // half: BI_XR finishes a half step (x only); CG_P does only its pending x update (p frozen).
 // pending: CG_P adds alpha p to x.
+// The six vector arguments a..f take a role per op (sparsegpu/reference/krylov.py ROLES, the
+// names the Python call sites use); each branch names them by role before using them.
 template <class V, int OP>
 __device__ __forceinline__ void element(long long i, V* a, V* b, V* c, V* d, V* e, V* f, const V* dinv,
                                         const int flag, const Coefficients<V>& k, const bool half,
                                         const bool pending, double* acc) {
-    if (OP == DOT) {  // a = w, b = y: w.y
-        acc[0] += double(a[i]) * double(b[i]);
-    } else if (OP == CG_UPDATE) {  // a = r, b = q: r -= alpha q; r.r, r.dinv.r
-        V r = a[i];
+    if (OP == DOT) {  // w.y
+        const V* w = a;
+        const V* y = b;
+        acc[0] += double(w[i]) * double(y[i]);
+    } else if (OP == CG_UPDATE) {  // r -= alpha q; r.r, r.dinv.r
+        V* r = a;
+        const V* q = b;
+        V ri = r[i];
         if (!(flag & FLAG_START)) {
-            r = r - k.alpha * b[i];
-            a[i] = r;
+            ri = ri - k.alpha * q[i];
+            r[i] = ri;
         }
-        acc[0] += double(r) * double(r);
-        if (flag & FLAG_DINV) acc[1] += double(r) * double(dinv[i] * r);
-    } else if (OP == CG_RHO) {  // a = r, b = z: r.z
-        acc[0] += double(a[i]) * double(b[i]);
-    } else if (OP == CG_P) {  // a = p, b = z (or r with dinv), c = x: x += alpha p; p = z + beta p
-        const V p = a[i];
-        if (pending) c[i] = c[i] + k.alpha * p;
+        acc[0] += double(ri) * double(ri);
+        if (flag & FLAG_DINV) acc[1] += double(ri) * double(dinv[i] * ri);
+    } else if (OP == CG_RHO) {  // r.z
+        const V* r = a;
+        const V* z = b;
+        acc[0] += double(r[i]) * double(z[i]);
+    } else if (OP == CG_P) {  // x += alpha p; p = z + beta p (z is r with dinv)
+        V* p = a;
+        const V* z = b;
+        V* x = c;
+        const V pi = p[i];
+        if (pending) x[i] = x[i] + k.alpha * pi;
         if (!half) {
-            const V z = (flag & FLAG_DINV) ? dinv[i] * b[i] : b[i];
-            a[i] = z + k.beta * p;
+            const V zi = (flag & FLAG_DINV) ? dinv[i] * z[i] : z[i];
+            p[i] = zi + k.beta * pi;
         }
-    } else if (OP == BI_START) {  // a = r, b = rtilde: r.r, rtilde.r
-        acc[0] += double(a[i]) * double(a[i]);
-        acc[1] += double(b[i]) * double(a[i]);
-    } else if (OP == BI_P) {  // a = p, b = r, c = v, d = phat: p = r + beta (p - omega v); phat = dinv p
-        const V p = b[i] + k.beta * (a[i] - k.omega * c[i]);
-        a[i] = p;
-        if (flag & FLAG_DINV) d[i] = dinv[i] * p;
-    } else if (OP == BI_ALPHA) {  // a = rtilde, b = v: rtilde.v
-        acc[0] += double(a[i]) * double(b[i]);
-    } else if (OP == BI_S) {  // a = r, b = v, c = shat: s = r - alpha v (in r); shat = dinv s; s.s
-        const V s = a[i] - k.alpha * b[i];
-        a[i] = s;
-        if (flag & FLAG_DINV) c[i] = dinv[i] * s;
+    } else if (OP == BI_START) {  // r.r, rtilde.r
+        const V* r = a;
+        const V* rtilde = b;
+        acc[0] += double(r[i]) * double(r[i]);
+        acc[1] += double(rtilde[i]) * double(r[i]);
+    } else if (OP == BI_P) {  // p = r + beta (p - omega v); phat = dinv p
+        V* p = a;
+        const V* r = b;
+        const V* v = c;
+        V* phat = d;
+        const V pi = r[i] + k.beta * (p[i] - k.omega * v[i]);
+        p[i] = pi;
+        if (flag & FLAG_DINV) phat[i] = dinv[i] * pi;
+    } else if (OP == BI_ALPHA) {  // rtilde.v
+        const V* rtilde = a;
+        const V* v = b;
+        acc[0] += double(rtilde[i]) * double(v[i]);
+    } else if (OP == BI_S) {  // s = r - alpha v (in r); shat = dinv s; s.s
+        V* r = a;
+        const V* v = b;
+        V* shat = c;
+        const V s = r[i] - k.alpha * v[i];
+        r[i] = s;
+        if (flag & FLAG_DINV) shat[i] = dinv[i] * s;
         acc[0] += double(s) * double(s);
-    } else if (OP == BI_OMEGA) {  // a = t, b = s: t.s, t.t
-        const double t = double(a[i]);
-        acc[0] += t * double(b[i]);
-        acc[1] += t * t;
-    } else if (OP == BI_XR) {  // a = x, b = r, c = phat, d = shat, e = t, f = rtilde
+    } else if (OP == BI_OMEGA) {  // t.s, t.t
+        const V* t = a;
+        const V* s = b;
+        const double ti = double(t[i]);
+        acc[0] += ti * double(s[i]);
+        acc[1] += ti * ti;
+    } else if (OP == BI_XR) {  // x += alpha phat + omega shat; r -= omega t; r.r, rtilde.r
+        V* x = a;
+        V* r = b;
+        const V* phat = c;
+        const V* shat = d;
+        const V* t = e;
+        const V* rtilde = f;
         if (half) {
-            a[i] = a[i] + k.alpha * c[i];
+            x[i] = x[i] + k.alpha * phat[i];
         } else {
-            a[i] = a[i] + k.alpha * c[i] + k.omega * d[i];
-            const V r = b[i] - k.omega * e[i];
-            b[i] = r;
-            acc[0] += double(r) * double(r);
-            acc[1] += double(f[i]) * double(r);
+            x[i] = x[i] + k.alpha * phat[i] + k.omega * shat[i];
+            const V ri = r[i] - k.omega * t[i];
+            r[i] = ri;
+            acc[0] += double(ri) * double(ri);
+            acc[1] += double(rtilde[i]) * double(ri);
         }
-    } else if (OP == MR_LANCZOS) {  // a = q (A v in, y out), b = v, c = r1: y = q - shift v - (beta/oldb) r1; v.y
-        const V v = b[i];
-        V y = a[i] - k.m[0] * v;
-        if (k.with_r1) y = y - k.m[1] * c[i];
-        a[i] = y;
-        acc[0] += double(v) * double(y);
-    } else if (OP == MR_RESIDUAL) {  // a = r1, b = r2, c = y: r1 = r2; r2 = y - (alfa/beta) r2; r2.r2, r2.dinv.r2
-        const V r_old = b[i];
-        const V r = c[i] - k.m[0] * r_old;
-        a[i] = r_old;
-        b[i] = r;
+    } else if (OP == MR_LANCZOS) {  // q (A v in, y out): y = q - shift v - (beta/oldb) r1; v.y
+        V* q = a;
+        const V* v = b;
+        const V* r1 = c;
+        const V vi = v[i];
+        V y = q[i] - k.m[0] * vi;
+        if (k.with_r1) y = y - k.m[1] * r1[i];
+        q[i] = y;
+        acc[0] += double(vi) * double(y);
+    } else if (OP == MR_RESIDUAL) {  // r1 = r2; r2 = y - (alfa/beta) r2; r2.r2, r2.dinv.r2
+        V* r1 = a;
+        V* r2 = b;
+        const V* y = c;
+        const V r_old = r2[i];
+        const V r = y[i] - k.m[0] * r_old;
+        r1[i] = r_old;
+        r2[i] = r;
         acc[0] += double(r) * double(r);
         if (flag & FLAG_DINV) acc[1] += double(r) * double(dinv[i] * r);
-    } else if (OP == MR_RZ) {  // a = r2, b = z = M r2: r2.z
-        acc[0] += double(a[i]) * double(b[i]);
-    } else if (OP == MR_UPDATE) {  // a = x, b = v, c = w1, d = w2 (in: w2, w), e = z (or r2 with dinv)
-        const V z = (flag & FLAG_DINV) ? dinv[i] * e[i] : e[i];
+    } else if (OP == MR_RZ) {  // r2.z, z = M r2
+        const V* r2 = a;
+        const V* z = b;
+        acc[0] += double(r2[i]) * double(z[i]);
+    } else if (OP == MR_UPDATE) {  // w1, w2 (in: w2, w), x += phi w, the next v = z / beta; x.x (z is r2 with dinv)
+        V* x = a;
+        V* v = b;
+        V* w1 = c;
+        V* w2 = d;
+        const V* z = e;
+        const V zi = (flag & FLAG_DINV) ? dinv[i] * z[i] : z[i];
         if (!(flag & FLAG_START)) {
-            const V w2 = d[i];
-            const V w = (b[i] - k.m[0] * c[i] - k.m[1] * w2) * k.m[2];
-            c[i] = w2;
-            d[i] = w;
-            const V x = a[i] + k.m[3] * w;
-            a[i] = x;
-            acc[0] += double(x) * double(x);
+            const V w2i = w2[i];
+            const V w = (v[i] - k.m[0] * w1[i] - k.m[1] * w2i) * k.m[2];
+            w1[i] = w2i;
+            w2[i] = w;
+            const V xi = x[i] + k.m[3] * w;
+            x[i] = xi;
+            acc[0] += double(xi) * double(xi);
         }
-        b[i] = k.m[4] * z;  // the next iteration's v
-    } else if (OP == GM_NORM0) {  // a = v[0]: v[0].v[0]
-        acc[0] += double(a[i]) * double(a[i]);
-    } else if (OP == GM_SCALE) {  // a = v[col + 1] (or v[0]): a *= 1 / norm
-        a[i] = k.m[0] * a[i];
-    } else if (OP == GM_ARNOLDI_FIRST) {  // a = w, b = v[0], c = A v (with dinv): w = dinv A v; w.w, v[0].w
-        V w = a[i];
+        v[i] = k.m[4] * zi;  // the next iteration's v
+    } else if (OP == GM_NORM0) {  // v[0].v[0]
+        const V* v0 = a;
+        acc[0] += double(v0[i]) * double(v0[i]);
+    } else if (OP == GM_SCALE) {  // v[col + 1] (or v[0]) *= 1 / norm
+        V* v = a;
+        v[i] = k.m[0] * v[i];
+    } else if (OP == GM_ARNOLDI_FIRST) {  // w = dinv A v (with dinv); w.w, v[0].w
+        V* w = a;
+        const V* v0 = b;
+        const V* av = c;
+        V wi = w[i];
         if (flag & FLAG_DINV) {
-            w = dinv[i] * c[i];
-            a[i] = w;
+            wi = dinv[i] * av[i];
+            w[i] = wi;
         }
-        acc[0] += double(w) * double(w);
-        acc[1] += double(b[i]) * double(w);
-    } else if (OP == GM_ARNOLDI) {  // a = w, b = v[k], c = v[k + 1]: w -= h[col, k] v[k]; v[k + 1].w
-        const V w = a[i] - k.m[0] * b[i];
-        a[i] = w;
-        acc[0] += double(c[i]) * double(w);
-    } else if (OP == GM_ARNOLDI_LAST) {  // a = w, b = v[col]: w -= h[col, col] v[col]; w.w
-        const V w = a[i] - k.m[0] * b[i];
-        a[i] = w;
-        acc[0] += double(w) * double(w);
-    } else if (OP == GM_RESIDUAL) {  // a = r, b = b, c = A x, d = v[0] (with dinv): r = b - A x; r.r, v[0] = dinv r, v[0].v[0]
-        const V r = b[i] - c[i];
-        a[i] = r;
-        acc[0] += double(r) * double(r);
+        acc[0] += double(wi) * double(wi);
+        acc[1] += double(v0[i]) * double(wi);
+    } else if (OP == GM_ARNOLDI) {  // w -= h[col, k] v[k]; v[k + 1].w
+        V* w = a;
+        const V* vk = b;
+        const V* vnext = c;
+        const V wi = w[i] - k.m[0] * vk[i];
+        w[i] = wi;
+        acc[0] += double(vnext[i]) * double(wi);
+    } else if (OP == GM_ARNOLDI_LAST) {  // w -= h[col, col] v[col]; w.w
+        V* w = a;
+        const V* vcol = b;
+        const V wi = w[i] - k.m[0] * vcol[i];
+        w[i] = wi;
+        acc[0] += double(wi) * double(wi);
+    } else if (OP == GM_RESIDUAL) {  // r = b - A x; r.r; with dinv v[0] = dinv r, v[0].v[0]
+        V* r = a;
+        const V* rhs = b;  // the role "b" (the right-hand side)
+        const V* ax = c;
+        V* v0 = d;
+        const V ri = rhs[i] - ax[i];
+        r[i] = ri;
+        acc[0] += double(ri) * double(ri);
         if (flag & FLAG_DINV) {
-            const V z = dinv[i] * r;
-            d[i] = z;
+            const V z = dinv[i] * ri;
+            v0[i] = z;
             acc[1] += double(z) * double(z);
         }
     }
@@ -619,7 +676,8 @@ __device__ __forceinline__ void element(long long i, V* a, V* b, V* c, V* d, V* 
 
 // One fused step. Grid-stride over n; `partials` holds 2 * gridDim.x doubles and `counter` one
 // unsigned int that is zero between launches (the last block resets it). For OP == DOT, `sc` is
-// the output scalar and `st` is not read.
+// the output scalar and `st` is not read. The vectors a..f take a role per op (see element);
+// GM_UPDATE_X reads x = a and the basis = b (restart + 1 rows of n).
 // No __restrict__: without a preconditioner the solvers pass one vector in two roles.
 template <class V, int OP>
 __global__ void __launch_bounds__(sg_krylov::BLOCK, sg_krylov::min_blocks<OP>::value)

@@ -1,5 +1,5 @@
 """The device side of CG, BiCGSTAB, MINRES and GMRES: scalar slots, status words, and the fused
-steps of kernels/krylov.cu (their NumPy twin on the CPU backend).
+steps of kernels/krylov.cu (NumPy vector operations on the CPU backend: :mod:`._host`).
 
 A :class:`FusedWorkspace` owns everything a solve needs besides the vectors: ``sc`` (float64
 scalar slots: atol, rho, alpha, beta, omega, last residual norm, rho tolerance, MINRES's
@@ -28,11 +28,10 @@ from typing import Any
 import numpy as np
 
 from sparsegpu._backend import Backend, array_module
-from sparsegpu._kernels import blocks_for, device_properties
 from sparsegpu.primitives.dot import (BLOCK, BLOCKS_PER_SM, KRYLOV_KERNELS, NULL_POINTER, OPS, dot_scratch,  # noqa: F401
                                       krylov_grid, vector_dot)
-from sparsegpu.reference import krylov as twin
-from sparsegpu.reference.spmv import dot_into
+from sparsegpu.linalg._host import host_step
+from sparsegpu.reference import krylov as codes
 
 class FusedWorkspace:
     """Scalars, status and reduction scratch for one fused solve on one backend."""
@@ -42,17 +41,17 @@ class FusedWorkspace:
         xp = array_module(where)
         self.backend, self.n, self.dtype, self.xp = where, n, np.dtype(dtype), xp
         # GMRES's Hessenberg matrix, rotations and rhs follow the fixed slots.
-        sc = np.zeros(twin.SLOTS + (twin.gmres_slots(gmres_restart) if gmres_restart else 0), np.float64)
-        sc[twin.ATOL] = atol
+        sc = np.zeros(codes.SLOTS + (codes.gmres_slots(gmres_restart) if gmres_restart else 0), np.float64)
+        sc[codes.ATOL] = atol
         # SciPy's BiCGSTAB tolerance for rho and omega: eps**2 of the working dtype.
-        sc[twin.RHOTOL] = float(np.finfo(self.dtype).eps) ** 2
-        st = np.zeros(twin.WORDS, np.int64)
-        st[twin.MAXITER] = maxiter
-        st[twin.HISTCAP] = max(history_ring, 1)
-        st[twin.GM_RESTART] = gmres_restart
+        sc[codes.RHOTOL] = float(np.finfo(self.dtype).eps) ** 2
+        st = np.zeros(codes.WORDS, np.int64)
+        st[codes.MAXITER] = maxiter
+        st[codes.HISTCAP] = max(history_ring, 1)
+        st[codes.GM_RESTART] = gmres_restart
         self.sc, self.st = xp.asarray(sc), xp.asarray(st)
         #: Where the operator's spmv_dot leaves p.Ap for CG_UPDATE (a view of sc).
-        self.pq = self.sc[twin.PQ : twin.PQ + 1]
+        self.pq = self.sc[codes.PQ : codes.PQ + 1]
         self.history = xp.full(history_ring, np.nan) if history_ring else None
         if where == "gpu":
             self.grid = krylov_grid(n)
@@ -61,6 +60,8 @@ class FusedWorkspace:
             self.dummy = xp.empty(1, self.dtype)
             self.n_arg = np.int64(n)
             self.kernels = [KRYLOV_KERNELS.function(f"krylov_step<{{V}}, {op}>", self.dtype) for op in OPS]
+        else:
+            self.scratch = xp.empty(n, self.dtype)  # the CPU steps' temporary vector
 
     def zeros(self) -> Any:
         return self.xp.zeros(self.n, self.dtype)
@@ -68,19 +69,23 @@ class FusedWorkspace:
     def empty(self) -> Any:
         return self.xp.empty(self.n, self.dtype)
 
-    def step(self, op: int, a: Any = None, b: Any = None, c: Any = None, d: Any = None, e: Any = None,
-             f: Any = None, dinv: Any = None, flag: int = 0) -> None:
-        """One fused step (kernels/krylov.cu ``krylov_step<V, op>``, or its twin). GM_SOLVE
-        runs on one block (it has no vectors)."""
+    def step(self, op: int, *vectors: Any, dinv: Any = None, flag: int = 0, **roles: Any) -> None:
+        """One fused step (kernels/krylov.cu ``krylov_step<V, op>`` on the GPU, NumPy on the
+        CPU), its vectors named by role (``ws.step(CG_P, p=p, z=z, x=x)``, roles as in
+        :data:`sparsegpu.reference.krylov.ROLES`) or given in the kernel's order. GM_SOLVE runs
+        on one block (it has no vectors)."""
+        if roles:
+            vectors = codes.vector_arguments(op, **roles)
+        vectors = vectors + (None,) * (codes.VECTOR_ARGUMENTS - len(vectors))
         if self.backend == "cpu":
-            twin.krylov_step(op, self.n, a, b, c, d, e, f, dinv, flag, self.sc, self.st, self.history)
+            host_step(op, self.n, vectors, dinv, flag, self.sc, self.st, self.history, self.scratch)
             return
         dummy = self.dummy
-        vectors = tuple(dummy if v is None else v for v in (a, b, c, d, e, f, dinv))
+        arguments = tuple(dummy if v is None else v for v in (*vectors, dinv))
         history = NULL_POINTER if self.history is None else self.history
         self.kernels[op](
-            (1 if op == twin.GM_SOLVE else self.grid,), (BLOCK,),
-            (self.n_arg, *vectors, np.int32(flag), self.sc, self.st, self.partials, self.counter, history),
+            (1 if op == codes.GM_SOLVE else self.grid,), (BLOCK,),
+            (self.n_arg, *arguments, np.int32(flag), self.sc, self.st, self.partials, self.counter, history),
         )
 
     def set_slots(self, values: dict[int, float]) -> None:
@@ -109,7 +114,7 @@ class FusedWorkspace:
         """(status, completed iterations): the one host read per batch (a synchronisation on
         the GPU)."""
         st = self.st.get() if self.backend == "gpu" else self.st
-        return int(st[twin.STATUS]), int(st[twin.COUNT])
+        return int(st[codes.STATUS]), int(st[codes.COUNT])
 
     def drain_history(self, into: list[float], count: int) -> None:
         """Append the residual norms recorded since the last drain, up to iteration ``count``."""
@@ -170,7 +175,7 @@ class StatusSnapshot:
 
     def wait(self) -> tuple[int, int]:
         self.event.synchronize()
-        return int(self.host[twin.STATUS]), int(self.host[twin.COUNT])
+        return int(self.host[codes.STATUS]), int(self.host[codes.COUNT])
 
 
 #: Iterations per captured CUDA graph. A batch of ``check_every`` iterations replays the graph

@@ -1,7 +1,9 @@
 """CG, BiCGSTAB, GMRES and MINRES with SciPy's signatures, semantics and stopping tests.
 
-All four run on the fused steps of kernels/krylov.cu (twins on the CPU backend): their scalars
-live on the device and the host reads the status word once every ``check_every`` iterations. Iterations launched after convergence, breakdown or the iteration limit change
+All four run on the fused steps of kernels/krylov.cu (NumPy vector operations on the CPU
+backend, :mod:`sparsegpu.linalg._host`): their scalars live on the device and the host reads
+the status word once every ``check_every`` iterations. Iterations launched after convergence,
+breakdown or the iteration limit change
 nothing (every step is frozen by the device status), so the result is the iterate of the first
 converged step, exactly as if the test ran on the host every iteration.
 
@@ -50,7 +52,16 @@ from sparsegpu.linalg._fused import (
     solver_stream,
     vector_dot,
 )
-from sparsegpu.linalg._system import System, check_maxiter, initial_residual, prepare
+from sparsegpu._validate import ensure_fits
+from sparsegpu.linalg._system import (
+    System,
+    check_bool_option,
+    check_callback,
+    check_maxiter,
+    check_positive_int,
+    initial_residual,
+    prepare,
+)
 from sparsegpu.reference import krylov as codes
 
 #: Iterations between two host reads of the device status on the GPU (1 on the CPU backend).
@@ -67,12 +78,30 @@ class Outcome:
     history: list[float] = field(default_factory=list)
 
 
+def _check_options(name: str, check_every: Any, callback: Any, history: Any) -> int | None:
+    """The options every solver takes, checked before anything is converted or allocated:
+    ``check_every`` (None or an int >= 1, returned), ``callback`` and ``history``."""
+    check_callback(name, callback)
+    check_bool_option(name, "history", history)
+    return None if check_every is None else check_positive_int(name, "check_every", check_every)
+
+
 def _check_every(system: System, check_every: int | None) -> int:
+    """The batch length: ``check_every`` (checked), or the backend's default."""
     if check_every is None:
         return CHECK_EVERY if system.backend == "gpu" else 1
-    if int(check_every) < 1:
-        raise ValueError(f"check_every must be a positive integer, got {check_every}")
-    return int(check_every)
+    return check_every
+
+
+def _ring_length(system: System, every: int, history: bool) -> int:
+    """Residual norms kept on the device for one batch (0 without a history), checked to fit:
+    a huge ``check_every`` would size it."""
+    if not history:
+        return 0
+    ring = history_ring_length(every)
+    ensure_fits(8 * ring, f"{system.name}: a residual history of {ring:,} entries (check_every={every})",
+                system.backend)
+    return ring
 
 
 def _calls_back(status: int) -> bool:
@@ -133,12 +162,16 @@ def _pipelined(ws: FusedWorkspace, launcher: BatchLauncher, status: int, count: 
 
 def _fused_setup(name: str, A: Any, b: Any, x0: Any, rtol: Any, atol: Any, maxiter: Any, M: Any,
                  check_every: int | None, history: bool,
-                 maxiter_per_unknown: int = 10) -> tuple[System, int, Any]:
+                 callback: Any, maxiter_per_unknown: int = 10) -> tuple[System, int, Any]:
+    """Check every argument, then prepare the system and its workspace."""
+    check_every = _check_options(name, check_every, callback, history)
+    if maxiter is not None:
+        check_maxiter(name, maxiter, 0)
     system = prepare(name, A, b, x0, rtol, atol, M, fuse_jacobi=True)
     system.maxiter = check_maxiter(name, maxiter, maxiter_per_unknown * system.n)
     every = _check_every(system, check_every)
     ws = FusedWorkspace(system.backend, system.n, system.dtype, system.atol, system.maxiter,
-                        history_ring=history_ring_length(every) if history else 0)
+                        history_ring=_ring_length(system, every, history))
     return system, every, ws
 
 
@@ -146,7 +179,7 @@ def cg_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: floa
                maxiter: int | None = None, M: Any = None, callback: Callable | None = None,
                check_every: int | None = None, history: bool = False) -> tuple[System, Outcome]:
     """CG, returning the full :class:`Outcome` (see :func:`cg`)."""
-    system, every, ws = _fused_setup("cg", A, b, x0, rtol, atol, maxiter, M, check_every, history)
+    system, every, ws = _fused_setup("cg", A, b, x0, rtol, atol, maxiter, M, check_every, history, callback)
     if system.bnorm == 0:
         return system, Outcome(system.b.copy(), 0, 0, [0.0] if history else [])
     x, r, dinv, general = system.x, initial_residual(system), system.dinv, system.M
@@ -160,19 +193,19 @@ def cg_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: floa
 
     def rho_from_general_preconditioner() -> None:
         general.apply(r, z)
-        ws.step(codes.CG_RHO, r, z)
+        ws.step(codes.CG_RHO, r=r, z=z)
 
     def precondition_and_p() -> None:
         if general is not None:
             rho_from_general_preconditioner()
-        ws.step(codes.CG_P, p, z, x, dinv=dinv, flag=p_flag)  # x += alpha p (pending), p = z + beta p
+        ws.step(codes.CG_P, p=p, z=z, x=x, dinv=dinv, flag=p_flag)  # x += alpha p (pending), p = z + beta p
 
-    ws.step(codes.CG_UPDATE, r, q, dinv=dinv, flag=mode | codes.FLAG_START)
+    ws.step(codes.CG_UPDATE, r=r, q=q, dinv=dinv, flag=mode | codes.FLAG_START)
     precondition_and_p()
 
     def iteration() -> None:
         system.A.apply_dot(p, q, ws.pq)  # q = A p and p.q into sc[PQ], for CG_UPDATE's alpha
-        ws.step(codes.CG_UPDATE, r, q, dinv=dinv, flag=mode)
+        ws.step(codes.CG_UPDATE, r=r, q=q, dinv=dinv, flag=mode)
         precondition_and_p()
 
     return system, _drive(system, ws, iteration, x, callback, every, history)
@@ -182,7 +215,8 @@ def bicgstab_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol
                      maxiter: int | None = None, M: Any = None, callback: Callable | None = None,
                      check_every: int | None = None, history: bool = False) -> tuple[System, Outcome]:
     """BiCGSTAB, returning the full :class:`Outcome` (see :func:`bicgstab`)."""
-    system, every, ws = _fused_setup("bicgstab", A, b, x0, rtol, atol, maxiter, M, check_every, history)
+    system, every, ws = _fused_setup("bicgstab", A, b, x0, rtol, atol, maxiter, M, check_every, history,
+                                     callback)
     if system.bnorm == 0:
         return system, Outcome(system.b.copy(), 0, 0, [0.0] if history else [])
     x, r, dinv, general = system.x, initial_residual(system), system.dinv, system.M
@@ -191,20 +225,20 @@ def bicgstab_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol
     phat = ws.zeros() if preconditioned else p
     shat = ws.empty() if preconditioned else r
     flag = codes.FLAG_DINV if dinv is not None else 0
-    ws.step(codes.BI_START, r, rtilde)
+    ws.step(codes.BI_START, r=r, rtilde=rtilde)
 
     def iteration() -> None:
-        ws.step(codes.BI_P, p, r, v, phat, dinv=dinv, flag=flag)
+        ws.step(codes.BI_P, p=p, r=r, v=v, phat=phat, dinv=dinv, flag=flag)
         if general is not None:
             general.apply(p, phat)
         system.A.apply(phat, v)
-        ws.step(codes.BI_ALPHA, rtilde, v)
-        ws.step(codes.BI_S, r, v, shat, dinv=dinv, flag=flag)
+        ws.step(codes.BI_ALPHA, rtilde=rtilde, v=v)
+        ws.step(codes.BI_S, r=r, v=v, shat=shat, dinv=dinv, flag=flag)  # s in r
         if general is not None:
             general.apply(r, shat)
         system.A.apply(shat, t)
-        ws.step(codes.BI_OMEGA, t, r)
-        ws.step(codes.BI_XR, x, r, phat, shat, t, rtilde)
+        ws.step(codes.BI_OMEGA, t=t, s=r)
+        ws.step(codes.BI_XR, x=x, r=r, phat=phat, shat=shat, t=t, rtilde=rtilde)
 
     return system, _drive(system, ws, iteration, x, callback, every, history)
 
@@ -237,12 +271,15 @@ def gmres_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: f
     """
     if callback_type is None:
         callback_type = "legacy"
-    if callback_type not in ("x", "pr_norm", "legacy"):
-        raise ValueError(f"Unknown callback_type: {callback_type!r}")
+    if not isinstance(callback_type, str) or callback_type not in ("x", "pr_norm", "legacy"):
+        raise ValueError(f"gmres: callback_type must be 'x', 'pr_norm' or 'legacy', got {callback_type!r}")
     if callback is None:
         callback_type = None
-    if restart is not None and int(restart) < 1:
-        raise ValueError(f"gmres: restart must be a positive integer, got {restart}")
+    if restart is not None:
+        restart = check_positive_int("gmres", "restart", restart)
+    check_every = _check_options("gmres", check_every, callback, history)
+    if maxiter is not None:
+        check_maxiter("gmres", maxiter, 0)
     system = prepare("gmres", A, b, x0, rtol, atol, M, fuse_jacobi=True)
     n, xp, bnrm2, atol_ = system.n, system.xp, system.bnorm, system.atol
     maxiter = system.maxiter = check_maxiter("gmres", maxiter, 10 * n)
@@ -250,7 +287,9 @@ def gmres_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: f
     if bnrm2 == 0:
         return system, Outcome(system.b.copy(), 0, 0, [])
     x, dtype, dinv, general = system.x, system.dtype, system.dinv, system.M
-    restart = min(20 if restart is None else int(restart), n)
+    restart = min(20 if restart is None else restart, n)
+    ensure_fits((restart + 1) * n * dtype.itemsize + 8 * codes.gmres_slots(restart),
+                f"gmres: a Krylov basis of {restart + 1} x {n:,} vectors (restart={restart})", system.backend)
     basis = xp.empty((restart + 1, n), dtype)  # SciPy's v; w lives in row col + 1
     v = list(basis)  # its rows, made once (views: the kernels get their pointers)
     Mb_nrm2 = system.norm(system.precondition(system.b, basis[0]))
@@ -258,10 +297,8 @@ def gmres_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: f
     r = initial_residual(system)
     if system.norm(r) < atol_:
         return system, Outcome(x, 0, 0, [])
-    if maxiter == 0:  # SciPy runs no cycle
-        return system, Outcome(x, 0, 0, [])
     ws = FusedWorkspace(system.backend, n, dtype, atol_, maxiter,
-                        history_ring=history_ring_length(every) if history else 0, gmres_restart=restart)
+                        history_ring=_ring_length(system, every, history), gmres_restart=restart)
     ws.set_slots({codes.GM_PTOL: ptol, codes.GM_FACTOR: 1.0, codes.GM_EPS: float(np.finfo(dtype).eps)})
     ws.set_words({codes.GM_LEGACY: int(callback_type == "legacy")})
     av = ws.empty() if general is not None or dinv is not None else None
@@ -276,26 +313,26 @@ def gmres_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: f
             system.A.apply(v[col], av)
             if general is not None:
                 general.apply(av, w)
-        ws.step(codes.GM_ARNOLDI_FIRST, w, v[0], av, dinv=dinv, flag=first_flag)  # h0, h[col, 0]
+        ws.step(codes.GM_ARNOLDI_FIRST, w=w, v0=v[0], av=av, dinv=dinv, flag=first_flag)  # h0, h[col, 0]
         for k in range(col):
-            ws.step(codes.GM_ARNOLDI, w, v[k], v[k + 1], flag=k)  # w -= h[col, k] v[k]; h[col, k + 1]
-        ws.step(codes.GM_ARNOLDI_LAST, w, v[col])  # h1, rotations, presid, inner tests
-        ws.step(codes.GM_SCALE, w)  # v[col + 1] = w / h1
+            ws.step(codes.GM_ARNOLDI, w=w, vk=v[k], vnext=v[k + 1], flag=k)  # w -= h[col, k] v[k]; h[col, k + 1]
+        ws.step(codes.GM_ARNOLDI_LAST, w=w, vcol=v[col])  # h1, rotations, presid, inner tests
+        ws.step(codes.GM_SCALE, v=w)  # v[col + 1] = w / h1
 
     def end_of_cycle() -> None:
         ws.step(codes.GM_SOLVE)
-        ws.step(codes.GM_UPDATE_X, x, basis)
+        ws.step(codes.GM_UPDATE_X, x=x, basis=basis)
         system.A.apply(x, ax)
         if general is not None:
-            ws.step(codes.GM_RESIDUAL, r, system.b, ax)
+            ws.step(codes.GM_RESIDUAL, r=r, b=system.b, ax=ax)
             general.apply(r, v[0])
-            ws.step(codes.GM_NORM0, v[0])
+            ws.step(codes.GM_NORM0, v0=v[0])
         elif dinv is not None:
-            ws.step(codes.GM_RESIDUAL, r, system.b, ax, v[0], dinv=dinv,
+            ws.step(codes.GM_RESIDUAL, r=r, b=system.b, ax=ax, v0=v[0], dinv=dinv,
                     flag=codes.FLAG_DINV | codes.FLAG_START)  # r, and v[0] = dinv r
         else:
-            ws.step(codes.GM_RESIDUAL, v[0], system.b, ax, flag=codes.FLAG_START)  # v[0] = r
-        ws.step(codes.GM_SCALE, v[0])
+            ws.step(codes.GM_RESIDUAL, r=v[0], b=system.b, ax=ax, flag=codes.FLAG_START)  # v[0] = r
+        ws.step(codes.GM_SCALE, v=v[0])
 
     def inner_batch(start: int, stop: int) -> None:
         for column in range(start, stop):
@@ -319,8 +356,8 @@ def gmres_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: f
 
     with solver_stream(system.backend):
         system.precondition(r, v[0])
-        ws.step(codes.GM_NORM0, v[0])
-        ws.step(codes.GM_SCALE, v[0])
+        ws.step(codes.GM_NORM0, v0=v[0])
+        ws.step(codes.GM_SCALE, v=v[0])
         ws.drain_history(recorded, 0)  # the ring's entry 0 (nothing: presid starts at 1)
         for _cycle in range(maxiter):
             # Inner batches, a read after each one that does not reach the restart length: the
@@ -375,10 +412,11 @@ def minres_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: 
     maps them; r2.M r2 < 0 raises SciPy's ``ValueError('non-symmetric matrix')`` when the
     host reads the status, a NaN or infinity gives info -1 (x is the last finite iterate).
     """
-    system, every, ws = _fused_setup("minres", A, b, x0, rtol, atol, maxiter, M, check_every, history,
-                                     maxiter_per_unknown=5)
     shift = _real_scalar("minres", "shift", shift)
-    n, xp, dtype, x = system.n, system.xp, system.dtype, system.x
+    check = check_bool_option("minres", "check", check)
+    system, every, ws = _fused_setup("minres", A, b, x0, rtol, atol, maxiter, M, check_every, history,
+                                     callback, maxiter_per_unknown=5)
+    dtype, x = system.dtype, system.x
     dinv, general = system.dinv, system.M
     eps = float(np.finfo(dtype).eps)
     r1, r2 = ws.zeros(), initial_residual(system)  # SciPy's r2 = r1 (r1 unused before itn 2)
@@ -410,16 +448,16 @@ def minres_outcome(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: 
     v, q, w1, w2 = ws.empty(), ws.empty(), ws.zeros(), ws.zeros()
     fused = codes.FLAG_DINV if dinv is not None else 0
     residual_flag = codes.FLAG_LATE_RHO if general is not None else fused
-    ws.step(codes.MR_UPDATE, x, v, w1, w2, z, dinv=dinv, flag=fused | codes.FLAG_START)  # v = y / beta1
+    ws.step(codes.MR_UPDATE, x=x, v=v, w1=w1, w2=w2, z=z, dinv=dinv, flag=fused | codes.FLAG_START)  # v = y / beta1
 
     def iteration() -> None:
         system.A.apply(v, q)
-        ws.step(codes.MR_LANCZOS, q, v, r1)  # y = A v - shift v - (beta/oldb) r1; alfa = v.y
-        ws.step(codes.MR_RESIDUAL, r1, r2, q, dinv=dinv, flag=residual_flag)  # r1 = r2; r2 = ...; beta
+        ws.step(codes.MR_LANCZOS, q=q, v=v, r1=r1)  # y = A v - shift v - (beta/oldb) r1; alfa = v.y
+        ws.step(codes.MR_RESIDUAL, r1=r1, r2=r2, y=q, dinv=dinv, flag=residual_flag)  # r1 = r2; r2 = ...; beta
         if general is not None:
             general.apply(r2, z)
-            ws.step(codes.MR_RZ, r2, z)  # beta = sqrt(r2.z), then the rotation
-        ws.step(codes.MR_UPDATE, x, v, w1, w2, z, dinv=dinv, flag=fused)  # w, x, the next v; tests
+            ws.step(codes.MR_RZ, r2=r2, z=z)  # beta = sqrt(r2.z), then the rotation
+        ws.step(codes.MR_UPDATE, x=x, v=v, w1=w1, w2=w2, z=z, dinv=dinv, flag=fused)  # w, x, the next v; tests
 
     outcome = _drive(system, ws, iteration, x, callback, every, history,
                      calls_back=lambda status: status >= 0)

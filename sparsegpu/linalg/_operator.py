@@ -14,8 +14,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from sparsegpu._backend import Backend, backend, backend_of, is_device_array
-from sparsegpu.formats._base import SparseMatrix, TransposedOperator, to_backend
+from sparsegpu._backend import Backend, backend, backend_of, is_device_array, to_backend
+from sparsegpu.advisor import advise
+from sparsegpu.formats import CSR, SparseMatrix, TransposedOperator
+from sparsegpu.primitives.dot import vector_dot
 
 SOLVER_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -25,11 +27,14 @@ def _is_cupyx_sparse(A: Any) -> bool:
 
 
 def _convert_sparse(S: Any, target: Backend) -> SparseMatrix:
-    """A scipy sparse matrix as a sparsegpu matrix on ``target``, in the format the advisor
-    picks (``format="auto"``). Setup cost, paid once."""
-    import sparsegpu
-
-    return sparsegpu.from_scipy(S, format="auto", backend=target)
+    """A scipy sparse matrix as a sparsegpu matrix on ``target``: CSR on the CPU, the format
+    the advisor picks on the GPU (as ``sparsegpu.from_scipy(S, format="auto")``). Setup cost,
+    paid once."""
+    csr = CSR.from_scipy(S, backend=target)
+    if target == "cpu":
+        return csr
+    advice = advise(csr)
+    return csr.asformat(advice.format, **advice.params)
 
 
 def working_dtype(*dtypes: Any) -> np.dtype:
@@ -73,8 +78,6 @@ class Operator:
         back to the host); ``dot`` is a float64 array of shape (1,) on this backend."""
         if self._apply_dot is not None:
             return self._apply_dot(x, out, dot)
-        from sparsegpu.linalg._fused import vector_dot
-
         self._apply(x, out)
         vector_dot(x, out, dot, self._scratch)
         return out

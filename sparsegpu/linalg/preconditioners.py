@@ -69,19 +69,24 @@ class _Preconditioner:
         """``alpha * M @ x + beta * y`` (``y`` written in place when given)."""
         n = self.shape[0]
         x = _validate.check_vector(x, n, self.dtype)
+        alpha = _validate.check_scalar("alpha", alpha, self.dtype)
+        beta = _validate.check_scalar("beta", beta, self.dtype)
+        if y is not None:
+            _validate.check_out(y, n, self.dtype, x)
+            if _shares_memory(x, y):
+                raise ValueError("y must not share memory with x: M @ x is written into y while x is read")
+        elif beta != 0:
+            raise ValueError("beta is nonzero but no y was given to scale and add")
         work = self.asbackend(backend_of(x))
         result = work._apply(x, _empty_like(x))
         if alpha != 1:
-            result *= self.dtype.type(alpha)
+            result *= alpha
         if y is None:
-            if beta != 0:
-                raise ValueError("beta is nonzero but no y was given to scale and add")
             return result
-        _validate.check_out(y, n, self.dtype, x)
         if beta == 0:
             y[...] = result
         else:
-            y[...] = result + self.dtype.type(beta) * y
+            y[...] = result + beta * y
         return y
 
     def __matmul__(self, x: Any) -> Any:
@@ -89,6 +94,15 @@ class _Preconditioner:
 
     def matvec(self, x: Any) -> Any:
         return self.spmv(x)
+
+
+def _shares_memory(x: Any, y: Any) -> bool:
+    """Whether two arrays of one backend overlap in memory."""
+    if is_device_array(x):
+        import cupy
+
+        return bool(cupy.may_share_memory(x, y))
+    return bool(np.shares_memory(x, y))
 
 
 def _empty_like(x: Any) -> Any:
@@ -108,8 +122,29 @@ def _zeros_like(x: Any, length: int) -> Any:
 
 
 class Jacobi(_Preconditioner):
-    """``M = diag(A)^-1``: ``M @ x`` multiplies by the stored inverse diagonal.
+    """The Jacobi preconditioner ``M = diag(A)^-1``, built by :func:`jacobi`.
 
+    ``M @ x`` multiplies ``x`` by the stored inverse diagonal. CG, BiCGSTAB, MINRES and
+    GMRES fuse it into their vector steps (no separate pass).
+
+    Parameters
+    ----------
+    inverse_diagonal : numpy.ndarray or cupy.ndarray
+        The inverse of A's diagonal (float32 or float64), all finite.
+    where : {"cpu", "gpu"}
+        The backend ``inverse_diagonal`` lives on.
+
+    Attributes
+    ----------
+    shape : tuple of int
+        ``(n, n)``.
+    dtype : numpy.dtype
+        The dtype of the inverse diagonal.
+    backend : {"cpu", "gpu"}
+        Where it lives.
+
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from sparsegpu.linalg import jacobi
     >>> M = jacobi(sp.diags([2.0, 4.0, 8.0]))
@@ -129,9 +164,11 @@ class Jacobi(_Preconditioner):
         return out
 
     def asbackend(self, where: str) -> Jacobi:
+        """This preconditioner on ``where`` (itself when it is there already)."""
         return self if where == self.backend else Jacobi(to_backend(self.inverse_diagonal, where), where)  # type: ignore[arg-type]
 
     def astype(self, dtype: Any) -> Jacobi:
+        """This preconditioner with its values in ``dtype`` (itself when they are already)."""
         dt = np.dtype(dtype)
         return self if dt == self.dtype else Jacobi(self.inverse_diagonal.astype(dt), self.backend)
 
@@ -142,14 +179,39 @@ class Jacobi(_Preconditioner):
 def jacobi(A: Any) -> Jacobi:
     """The Jacobi preconditioner of ``A``: the inverse of its diagonal.
 
-    Raises ``ValueError`` naming the rows whose diagonal entry is zero (or missing).
+    Parameters
+    ----------
+    A : SparseMatrix, scipy or cupyx sparse matrix, or 2-D array
+        A square matrix whose diagonal entries are nonzero and finite. The preconditioner
+        lives on A's backend (scipy input: the active backend).
 
+    Returns
+    -------
+    Jacobi
+        ``M`` with ``M @ x = x / diag(A)``, in A's value type (integers become float64).
+
+    Raises
+    ------
+    TypeError
+        A is not a matrix.
+    ValueError
+        A is not square, or its diagonal is zero (or missing), NaN or infinite in some rows,
+        or its inverse overflows: the message names those rows.
+
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from sparsegpu.linalg import jacobi
+    >>> (jacobi(sp.diags([2.0, 4.0])) @ np.ones(2)).tolist()
+    [0.5, 0.25]
     >>> jacobi(sp.diags([1.0, 0.0, 3.0]))
     Traceback (most recent call last):
     ...
     ValueError: Jacobi preconditioner: the diagonal is zero in 1 row(s): 1
+    >>> jacobi(sp.diags([1.0, np.nan]))
+    Traceback (most recent call last):
+    ...
+    ValueError: Jacobi preconditioner: the diagonal is NaN or infinite in 1 row(s): 1
     """
     S, where = _host_matrix(A)
     _square(S)
@@ -160,15 +222,42 @@ def jacobi(A: Any) -> Jacobi:
         raise ValueError(
             f"Jacobi preconditioner: the diagonal is zero in {zero_rows.size} row(s): {_rows_text(zero_rows)}"
         )
-    inverse = (1.0 / diagonal.astype(np.float64)).astype(dtype)
+    bad_rows = np.flatnonzero(~np.isfinite(diagonal))
+    if bad_rows.size:
+        raise ValueError(
+            f"Jacobi preconditioner: the diagonal is NaN or infinite in {bad_rows.size} row(s): "
+            f"{_rows_text(bad_rows)}"
+        )
+    with np.errstate(over="ignore"):
+        inverse = (1.0 / diagonal.astype(np.float64)).astype(dtype)
+    overflow_rows = np.flatnonzero(~np.isfinite(inverse))
+    if overflow_rows.size:
+        raise ValueError(
+            f"Jacobi preconditioner: 1 / diagonal overflows {dtype} in {overflow_rows.size} row(s): "
+            f"{_rows_text(overflow_rows)}"
+        )
     return Jacobi(to_backend(inverse, where), where)
 
 
 class BlockJacobi(_Preconditioner):
-    """``M = blockdiag(A_11, A_22, ...)^-1`` with square diagonal blocks of ``block_size``
-    rows (the last one may be smaller; it is padded with the identity). ``M @ x`` is one
-    batched product of the stored inverses with the blocks of ``x``.
+    """The block Jacobi preconditioner ``M = blockdiag(A_11, A_22, ...)^-1``, built by
+    :func:`block_jacobi`.
 
+    The diagonal blocks are square, of ``block_size`` rows (the last one may be smaller; it is
+    padded with the identity). ``M @ x`` is one batched product of the stored inverses with the
+    blocks of ``x``.
+
+    Parameters
+    ----------
+    inverses : numpy.ndarray or cupy.ndarray
+        The inverse blocks, shape ``(blocks, block_size, block_size)``.
+    n : int
+        The number of rows of A.
+    where : {"cpu", "gpu"}
+        The backend ``inverses`` live on.
+
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from sparsegpu.linalg import block_jacobi
     >>> A = sp.csr_array(np.array([[4.0, 1, 0], [1, 3, 0], [0, 0, 2]]))
@@ -198,9 +287,11 @@ class BlockJacobi(_Preconditioner):
         return out
 
     def asbackend(self, where: str) -> BlockJacobi:
+        """This preconditioner on ``where`` (itself when it is there already)."""
         return self if where == self.backend else BlockJacobi(to_backend(self.inverses, where), self.shape[0], where)  # type: ignore[arg-type]
 
     def astype(self, dtype: Any) -> BlockJacobi:
+        """This preconditioner with its values in ``dtype`` (itself when they are already)."""
         dt = np.dtype(dtype)
         return self if dt == self.dtype else BlockJacobi(self.inverses.astype(dt), self.shape[0], self.backend)
 
@@ -212,16 +303,49 @@ class BlockJacobi(_Preconditioner):
 def block_jacobi(A: Any, block_size: int) -> BlockJacobi:
     """The block Jacobi preconditioner of ``A`` with diagonal blocks of ``block_size`` rows.
 
-    The inverses are computed once, in float64 on the host. Raises ``ValueError`` naming the
-    rows of any singular diagonal block.
+    The inverses are computed once, in float64 on the host, and stored in A's value type on
+    A's backend.
+
+    Parameters
+    ----------
+    A : SparseMatrix, scipy or cupyx sparse matrix, or 2-D array
+        A square matrix with finite, nonsingular diagonal blocks.
+    block_size : int
+        Rows per diagonal block, at least 1 (the last block may be smaller).
+
+    Returns
+    -------
+    BlockJacobi
+        ``M`` with ``M @ x`` solving each diagonal block.
+
+    Raises
+    ------
+    TypeError
+        ``block_size`` is not an integer, or A is not a matrix.
+    ValueError
+        ``block_size`` < 1, A is not square, the blocks would not fit in host memory, or some
+        diagonal block holds NaN or infinity or is singular: the message names its rows.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from sparsegpu.linalg import block_jacobi
+    >>> A = sp.csr_array(np.array([[2.0, 1, 0], [1, 2, 0], [0, 0, 4]]))
+    >>> (block_jacobi(A, 2) @ np.array([3.0, 3.0, 4.0])).round(12).tolist()
+    [1.0, 1.0, 1.0]
+    >>> block_jacobi(A, 2.5)
+    Traceback (most recent call last):
+    ...
+    TypeError: block_size must be an integer, got float 2.5
     """
-    block_size = int(block_size)
-    if block_size < 1:
-        raise ValueError(f"block_size must be a positive integer, got {block_size}")
+    block_size = _validate.check_int("block_size", block_size, minimum=1)
     S, where = _host_matrix(A)
     n = _square(S)
+    block_size = min(block_size, max(n, 1))  # a block larger than A is A itself
     dtype = _validate.value_dtype(S.dtype)
     n_blocks = -(-n // block_size)
+    _validate.ensure_fits(3 * 8 * n_blocks * block_size * block_size,
+                          f"block Jacobi blocks ({n_blocks:,} of {block_size} x {block_size})", "cpu")
     coo = S.tocoo()
     rows, cols = coo.row.astype(np.int64), coo.col.astype(np.int64)
     inside = rows // block_size == cols // block_size
@@ -230,19 +354,24 @@ def block_jacobi(A: Any, block_size: int) -> BlockJacobi:
               coo.data[inside].astype(np.float64))
     padding = np.arange(n, n_blocks * block_size)
     dense[padding // block_size, padding % block_size, padding % block_size] = 1.0
-    singular = _singular_blocks(dense)
-    if singular.size:
-        first = singular[0] * block_size
-        raise ValueError(
-            f"block Jacobi preconditioner: {singular.size} diagonal block(s) are singular; the "
-            f"first covers rows {first}..{min(first + block_size, n) - 1} (blocks: {_rows_text(singular)})"
-        )
+    _refuse_blocks(np.flatnonzero(~np.isfinite(dense).all(axis=(1, 2))), "hold NaN or infinity", block_size, n)
+    _refuse_blocks(_singular_blocks(dense), "are singular", block_size, n)
     inverses = np.linalg.inv(dense).astype(dtype)
     return BlockJacobi(to_backend(inverses, where), n, where)
 
 
+def _refuse_blocks(blocks: np.ndarray, what: str, block_size: int, n: int) -> None:
+    """ValueError naming the rows of the first of ``blocks`` (diagonal block indices), if any."""
+    if blocks.size:
+        first = blocks[0] * block_size
+        raise ValueError(
+            f"block Jacobi preconditioner: {blocks.size} diagonal block(s) {what}; the first "
+            f"covers rows {first}..{min(first + block_size, n) - 1} (blocks: {_rows_text(blocks)})"
+        )
+
+
 def _singular_blocks(dense: np.ndarray) -> np.ndarray:
-    """Indices of the blocks that are singular to working precision."""
+    """Indices of the blocks that are singular to working precision (all entries finite)."""
     singular_values = np.linalg.svd(dense, compute_uv=False)
     largest = singular_values[:, 0]
     smallest = singular_values[:, -1]

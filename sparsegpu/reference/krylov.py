@@ -1,9 +1,11 @@
-"""Twin of kernels/krylov.cu: the fused steps of CG, BiCGSTAB, MINRES and GMRES in NumPy.
+"""Reference of kernels/krylov.cu: the fused steps of CG, BiCGSTAB, MINRES and GMRES in NumPy,
+the tests' oracle for the kernels' arithmetic.
 
 ``krylov_step(op, n, a, b, c, d, e, f, dinv, flag, sc, st, history)`` takes the kernel's
-arguments (vectors by role, the float64 scalar slots ``sc``, the int64 status words ``st``, the
-optional residual ``history``) and updates them in place exactly as the kernel does; only the
-order of summation in the dot products (NumPy's, in float64) and the kernel's fused
+arguments (six vectors in the kernel's order, whose roles per op :data:`ROLES` names and
+:func:`vector_arguments` fills in; the float64 scalar slots ``sc``, the int64 status words
+``st``, the optional residual ``history``) and updates them in place exactly as the kernel does;
+only the order of summation in the dot products (NumPy's, in float64) and the kernel's fused
 multiply-adds differ, so results agree to rounding.
 
 Op ``DOT`` is the generic dot product (``sc`` is then the one-element output and ``st`` is not
@@ -59,6 +61,51 @@ REDUCING_OPS = frozenset({DOT, CG_UPDATE, CG_RHO, BI_START, BI_ALPHA, BI_S, BI_O
                           GM_ARNOLDI, GM_ARNOLDI_LAST, GM_RESIDUAL})
 #: GMRES's steps that run only at the end of a cycle (status GM_INNER_DONE).
 CYCLE_END_OPS = frozenset({GM_SOLVE, GM_UPDATE_X, GM_RESIDUAL})
+#: The vectors each op takes, by role, in the kernel's argument order (a, b, c, d, e, f); dinv
+#: (the Jacobi inverse diagonal) is passed apart. Without a preconditioner the solvers pass one
+#: vector in two roles (z is r).
+ROLES: dict[int, tuple[str, ...]] = {
+    DOT: ("w", "y"),
+    CG_UPDATE: ("r", "q"),
+    CG_RHO: ("r", "z"),
+    CG_P: ("p", "z", "x"),
+    BI_START: ("r", "rtilde"),
+    BI_P: ("p", "r", "v", "phat"),
+    BI_ALPHA: ("rtilde", "v"),
+    BI_S: ("r", "v", "shat"),
+    BI_OMEGA: ("t", "s"),
+    BI_XR: ("x", "r", "phat", "shat", "t", "rtilde"),
+    MR_LANCZOS: ("q", "v", "r1"),
+    MR_RESIDUAL: ("r1", "r2", "y"),
+    MR_RZ: ("r2", "z"),
+    MR_UPDATE: ("x", "v", "w1", "w2", "z"),
+    GM_NORM0: ("v0",),
+    GM_SCALE: ("v",),
+    GM_ARNOLDI_FIRST: ("w", "v0", "av"),
+    GM_ARNOLDI: ("w", "vk", "vnext"),
+    GM_ARNOLDI_LAST: ("w", "vcol"),
+    GM_SOLVE: (),
+    GM_UPDATE_X: ("x", "basis"),
+    GM_RESIDUAL: ("r", "b", "ax", "v0"),
+}
+VECTOR_ARGUMENTS = 6
+
+
+def vector_arguments(op: int, **vectors):
+    """The six vector arguments of ``krylov_step(op, ...)`` in the kernel's order, from vectors
+    named by role (:data:`ROLES`); roles not given are None.
+
+    >>> vector_arguments(CG_P, x="x", p="p", z="z")
+    ('p', 'z', 'x', None, None, None)
+    """
+    roles = ROLES[op]
+    unknown = set(vectors) - set(roles)
+    if unknown:
+        raise TypeError(f"op {op} takes the vectors {roles}, not {sorted(unknown)}")
+    named = tuple(vectors.get(role) for role in roles)
+    return named + (None,) * (VECTOR_ARGUMENTS - len(named))
+
+
 # LAPACK's safmin and safmax for float64 (dlartg's scaling thresholds).
 _SAFMIN = 2.0 ** -1022
 _SAFMAX = 1.0 / _SAFMIN
@@ -101,7 +148,7 @@ def lartg(f: float, g: float) -> tuple[float, float, float]:
     return abs(fs) / d, gs / r, r * u
 
 
-def _dot(u: np.ndarray, v: np.ndarray) -> float:
+def dot(u: np.ndarray, v: np.ndarray) -> float:
     """u.v accumulated in float64, like the kernel's partial sums."""
     return float(np.dot(u.astype(np.float64, copy=False), v.astype(np.float64, copy=False)))
 
@@ -326,7 +373,9 @@ def _safe_quotient(num: float, den: float, sc, slot: int, st) -> None:
         sc[slot] = num / den
 
 
-def _epilogue(op: int, s0: float, s1: float, flag: int, sc, st, history) -> None:
+def epilogue(op: int, s0: float, s1: float, flag: int, sc, st, history) -> None:
+    """The scalar epilogue of a reducing step (kernels/krylov.cu ``epilogue<OP>``), given its
+    reduced sums s0 and s1: recurrences, stopping and breakdown tests, status words."""
     if op == DOT:
         sc[0] = s0  # sc is the caller's output scalar
     elif op == BI_ALPHA:
@@ -399,7 +448,7 @@ def _epilogue(op: int, s0: float, s1: float, flag: int, sc, st, history) -> None
 
 
 def krylov_step(op, n, a, b, c, d, e, f, dinv, flag, sc, st, history=None) -> None:
-    """Twin of ``krylov_step<V, OP>``: one fused step, in place (see kernels/krylov.cu)."""
+    """Reference of ``krylov_step<V, OP>``: one fused step, in place (see kernels/krylov.cu)."""
     status = RUNNING if op == DOT else int(st[STATUS])
     half = op == BI_XR and status == HALF_PENDING
     pending = op == CG_P and bool(st[PENDING])
@@ -411,7 +460,7 @@ def krylov_step(op, n, a, b, c, d, e, f, dinv, flag, sc, st, history=None) -> No
     vtype = a.dtype.type if a is not None else np.float64  # GM_SOLVE has no vectors
     s0 = s1 = 0.0
     if op in (DOT, CG_RHO, BI_ALPHA):
-        s0 = _dot(a, b)
+        s0 = dot(a, b)
     elif op == CG_UPDATE:  # a = r, b = q
         if not flag & FLAG_START:
             rho, pq = float(sc[RHO]), float(sc[PQ])
@@ -422,9 +471,9 @@ def krylov_step(op, n, a, b, c, d, e, f, dinv, flag, sc, st, history=None) -> No
                 st[STATUS] = DENOMINATOR_BREAKDOWN
                 return
             a -= vtype(rho / pq) * b
-        s0 = _dot(a, a)
+        s0 = dot(a, a)
         if flag & FLAG_DINV:
-            s1 = _dot(a, dinv * a)
+            s1 = dot(a, dinv * a)
     elif op == CG_P:  # a = p, b = z (or r with dinv), c = x
         if pending:
             c += vtype(sc[ALPHA]) * a
@@ -433,7 +482,7 @@ def krylov_step(op, n, a, b, c, d, e, f, dinv, flag, sc, st, history=None) -> No
             z = dinv * b if flag & FLAG_DINV else b
             a[...] = z + vtype(sc[BETA]) * a
     elif op == BI_START:
-        s0, s1 = _dot(a, a), _dot(b, a)
+        s0, s1 = dot(a, a), dot(b, a)
     elif op == BI_P:
         a[...] = b + vtype(sc[BETA]) * (a - vtype(sc[OMEGA]) * c)
         if flag & FLAG_DINV:
@@ -442,9 +491,9 @@ def krylov_step(op, n, a, b, c, d, e, f, dinv, flag, sc, st, history=None) -> No
         a -= vtype(sc[ALPHA]) * b
         if flag & FLAG_DINV:
             c[...] = dinv * a
-        s0 = _dot(a, a)
+        s0 = dot(a, a)
     elif op == BI_OMEGA:
-        s0, s1 = _dot(a, b), _dot(a, a)
+        s0, s1 = dot(a, b), dot(a, a)
     elif op == BI_XR:
         if half:
             a += vtype(sc[ALPHA]) * c
@@ -452,46 +501,46 @@ def krylov_step(op, n, a, b, c, d, e, f, dinv, flag, sc, st, history=None) -> No
             omega = vtype(sc[OMEGA])
             a += vtype(sc[ALPHA]) * c + omega * d
             b -= omega * e
-            s0, s1 = _dot(b, b), _dot(f, b)
+            s0, s1 = dot(b, b), dot(f, b)
     elif op == MR_LANCZOS:  # a = q (A v in, y out), b = v, c = r1
         a -= vtype(sc[MR_SHIFT]) * b
         if st[COUNT] > 0:
             a -= vtype(sc[MR_BETA] / sc[MR_OLDB]) * c
-        s0 = _dot(b, a)
+        s0 = dot(b, a)
     elif op == MR_RESIDUAL:  # a = r1, b = r2, c = y
         a[...] = b
         b[...] = c - vtype(sc[MR_ALFA] / sc[MR_BETA]) * b
-        s0 = _dot(b, b)
+        s0 = dot(b, b)
         if flag & FLAG_DINV:
-            s1 = _dot(b, dinv * b)
+            s1 = dot(b, dinv * b)
     elif op == MR_RZ:
-        s0 = _dot(a, b)
+        s0 = dot(a, b)
     elif op == MR_UPDATE:  # a = x, b = v, c = w1, d = w2 (in: w2, w), e = z (or r2 with dinv)
         if not flag & FLAG_START:
             w = (b - vtype(sc[MR_OLDEPS]) * c - vtype(sc[MR_DELTA]) * d) * vtype(sc[MR_DENOM])
             c[...] = d
             d[...] = w
             a += vtype(sc[MR_PHI]) * w
-            s0 = _dot(a, a)
+            s0 = dot(a, a)
         z = dinv * e if flag & FLAG_DINV else e
         b[...] = vtype(1.0 / sc[MR_BETA]) * z  # the next iteration's v
     elif op == GM_NORM0:  # a = v[0]
-        s0 = _dot(a, a)
+        s0 = dot(a, a)
     elif op == GM_SCALE:  # a = v[col + 1] (or v[0])
         a *= vtype(sc[GM_RECIPROCAL])
     elif op == GM_ARNOLDI_FIRST:  # a = w, b = v[0], c = A v (with dinv)
         if flag & FLAG_DINV:
             np.multiply(dinv, c, out=a)
-        s0, s1 = _dot(a, a), _dot(b, a)
+        s0, s1 = dot(a, a), dot(b, a)
     elif op == GM_ARNOLDI:  # a = w, b = v[k], c = v[k + 1]; flag = k
         h, _, _ = gmres_arrays(sc, st)
         a -= vtype(h[int(st[GM_COLS]), flag]) * b
-        s0 = _dot(c, a)
+        s0 = dot(c, a)
     elif op == GM_ARNOLDI_LAST:  # a = w, b = v[col]
         h, _, _ = gmres_arrays(sc, st)
         col = int(st[GM_COLS])
         a -= vtype(h[col, col]) * b
-        s0 = _dot(a, a)
+        s0 = dot(a, a)
     elif op == GM_SOLVE:
         _gmres_solve(sc, st)
     elif op == GM_UPDATE_X:  # a = x, b = the basis (restart + 1, n)
@@ -502,11 +551,11 @@ def krylov_step(op, n, a, b, c, d, e, f, dinv, flag, sc, st, history=None) -> No
         a[...] = (a.astype(np.float64) + total).astype(vtype)
     elif op == GM_RESIDUAL:  # a = r, b = b, c = A x, d = v[0] (with dinv)
         np.subtract(b, c, out=a)
-        s0 = _dot(a, a)
+        s0 = dot(a, a)
         if flag & FLAG_DINV:
             np.multiply(dinv, a, out=d)
-            s1 = _dot(d, d)
+            s1 = dot(d, d)
     else:
         raise ValueError(f"unknown krylov op {op}")
     if op in REDUCING_OPS:
-        _epilogue(op, s0, s1, flag, sc, st, history)
+        epilogue(op, s0, s1, flag, sc, st, history)
