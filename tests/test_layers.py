@@ -30,9 +30,10 @@ MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.part
 
 
 def room_of(dotted: str) -> str:
-    """The top-level room of ``sparsegpu.x.y`` (``x``), or ``__init__`` for the package itself."""
+    """The top-level room of ``sparsegpu.x.y`` (``x``), or ``__init__`` for the package itself
+    (and for a name the package re-exports, ``from sparsegpu import from_scipy``)."""
     parts = dotted.split(".")
-    return parts[1] if len(parts) > 1 else "__init__"
+    return parts[1] if len(parts) > 1 and parts[1] in RANK else "__init__"
 
 
 def module_name(path: Path) -> str:

@@ -11,9 +11,11 @@ small calibrated model, and says which format to use, with what parameters and w
   and its calibration.
 - :mod:`.advice`: :func:`advise`, :class:`Advice` and the reasons; ``autotune`` measures every
   candidate on the device.
+- :mod:`.construct`: :func:`from_scipy`, whose ``format="auto"`` asks :func:`advise`.
 """
 
 from sparsegpu.advisor.advice import AUTOTUNE_ROUNDS, Advice, advise
+from sparsegpu.advisor.construct import from_scipy
 from sparsegpu.advisor.model import (CANDIDATES, CSR_MARGIN, Estimate, SellLayout, calibration, estimates, rank,
                                      sell_layout, spmv_bytes)
 from sparsegpu.advisor.statistics import matrix_stats
@@ -21,6 +23,6 @@ from sparsegpu.advisor.summary import QUANTILES, MatrixStats, hyb_width_from_len
 
 __all__ = [
     "AUTOTUNE_ROUNDS", "Advice", "CANDIDATES", "CSR_MARGIN", "Estimate", "MatrixStats", "QUANTILES", "SellLayout",
-    "advise", "calibration", "estimates", "hyb_width_from_lengths", "matrix_stats", "rank", "sell_layout",
+    "advise", "calibration", "estimates", "from_scipy", "hyb_width_from_lengths", "matrix_stats", "rank", "sell_layout",
     "spmv_bytes",
 ]

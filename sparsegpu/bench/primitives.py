@@ -41,11 +41,12 @@ from typing import Any
 import numpy as np
 
 import sparsegpu
-from sparsegpu import primitives
+from sparsegpu import convert, primitives
 from sparsegpu._backend import array_module
 from sparsegpu.bench.bytes_model import effective_gbps, histogram_bytes, reduce_bytes, scan_bytes
 from sparsegpu.bench.spmv import tolerance
-from sparsegpu.bench.timing import measure
+from sparsegpu.bench.timing import copy_ceiling, measure
+from sparsegpu.transfer import pinned_empty
 
 HISTOGRAM_BINS = 256
 #: (op, dtype, input kind, sparsegpu variants). Variants: "" (the default) or a mode of
@@ -111,8 +112,6 @@ def implementations(op: str, backend: str, variants: tuple[str, ...] = ("",)) ->
         "reduce": lambda x: xp.sum(x),
         "histogram": lambda v: xp.bincount(v, minlength=HISTOGRAM_BINS),
     }
-    from sparsegpu import primitives
-
     ours = {
         "inclusive_scan": lambda x: primitives.inclusive_scan(x),
         "reduce": lambda x: primitives.reduce(x, op="sum"),
@@ -195,8 +194,6 @@ def bench_primitives(backend: str, n: int, repeat: int = 20, seed: int = 0, *, c
 
 
 def _copy_gbps(backend: str, repeat: int) -> float | None:
-    from sparsegpu.bench.timing import copy_ceiling
-
     ceiling = copy_ceiling(backend, repeat=repeat)
     return ceiling["gbps"] if ceiling else None
 
@@ -207,8 +204,6 @@ def _copy_gbps(backend: str, repeat: int) -> float | None:
 def pinned_h2d_gbps(nbytes: int = PINNED_PROBE_BYTES, repeat: int = 5) -> float:
     """Host-to-device bandwidth (GB/s) of one copy of ``nbytes`` from page-locked memory."""
     import cupy
-
-    from sparsegpu.transfer import pinned_empty
 
     host = pinned_empty(nbytes, np.uint8)
     host[:] = 1
@@ -247,8 +242,6 @@ def bench_conversion(nnz: int = CONVERSION_NNZ, rows: int = CONVERSION_ROWS, rep
     (``ratio`` = its time / the upload's, ``target``) and the upload itself (impl
     "pinned upload"), op named after :data:`CONVERSION_TARGETS`."""
     import cupy
-
-    from sparsegpu import convert
 
     h2d = pinned_h2d_gbps()
     indptr, indices, data, shape = random_csr_on_device(nnz, rows, seed)

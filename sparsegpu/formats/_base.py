@@ -25,6 +25,7 @@ from sparsegpu._backend import (  # noqa: F401
     to_host,
 )
 from sparsegpu.primitives import vector_dot
+from sparsegpu.reference.spmv import _combine as combine
 
 
 def as_scipy_sparse(S: Any) -> sp.sparray | sp.spmatrix:
@@ -371,15 +372,7 @@ class SparseMatrix:
         product = view @ x
         if y is None:
             return product if alpha == 1 else np.multiply(product, alpha, out=product)
-        if beta == 0:
-            if alpha == 1:
-                y[...] = product
-            else:
-                np.multiply(product, alpha, out=y)
-        else:
-            y *= beta
-            y += alpha * product
-        return y
+        return combine(y, product, alpha, beta)
 
     def reference_spmv(self, x: Any, y: Any = None, alpha: Any = 1, beta: Any = 0, transpose: bool = False) -> Any:
         """``alpha * A @ x + beta * y`` (``A.T`` with ``transpose``) by the format's NumPy

@@ -15,8 +15,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsegpu._backend import Backend, backend, backend_of, is_device_array, to_backend
-from sparsegpu.advisor import advise
-from sparsegpu.formats import CSR, SparseMatrix, TransposedOperator
+from sparsegpu.advisor import from_scipy
+from sparsegpu.formats import SparseMatrix, TransposedOperator
 from sparsegpu.primitives.dot import vector_dot
 
 SOLVER_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -27,14 +27,9 @@ def _is_cupyx_sparse(A: Any) -> bool:
 
 
 def _convert_sparse(S: Any, target: Backend) -> SparseMatrix:
-    """A scipy sparse matrix as a sparsegpu matrix on ``target``: CSR on the CPU, the format
-    the advisor picks on the GPU (as ``sparsegpu.from_scipy(S, format="auto")``). Setup cost,
-    paid once."""
-    csr = CSR.from_scipy(S, backend=target)
-    if target == "cpu":
-        return csr
-    advice = advise(csr)
-    return csr.asformat(advice.format, **advice.params)
+    """A scipy sparse matrix as a sparsegpu matrix on ``target``, in the format the advisor picks
+    (:func:`sparsegpu.from_scipy` with ``format="auto"``: CSR on the CPU). Setup cost, paid once."""
+    return from_scipy(S, format="auto", backend=target)
 
 
 def working_dtype(*dtypes: Any) -> np.dtype:

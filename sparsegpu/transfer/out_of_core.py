@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from sparsegpu import _validate, reference
+from sparsegpu import _validate
+from sparsegpu.reference.spmv import _combine as combine
 from sparsegpu._backend import Backend, is_device_array, resolve_backend
 from sparsegpu.formats._compressed import gather_spmv, make_gather_plan, threads_per_row
 from sparsegpu.transfer._checks import (
@@ -249,8 +250,7 @@ class OutOfCoreCSR:
         m, n = self.shape
         x = _validate.check_vector(x, n, self.dtype)
         if y is not None:
-            _validate.check_out(y, m, self.dtype, x)
-            _check_writable_apart(x, y)
+            _validate.check_out(y, m, self.dtype, x)  # writeable, same library, apart from x
         alpha = _validate.check_scalar("alpha", alpha, self.dtype)
         beta = _validate.check_scalar("beta", beta, self.dtype)
         progress = _validate.check_bool("progress", progress)
@@ -274,21 +274,14 @@ class OutOfCoreCSR:
         return int(indptr[r0]), int(indptr[r1])
 
     def _spmv_cpu(self, x: np.ndarray, y: np.ndarray, alpha: Any, beta: Any) -> np.ndarray:
+        """Each block through SciPy's compiled product, as the CPU backend's ``A @ x`` runs: a row's
+        sum does not depend on the block it is in, so the result is bitwise the in-memory one."""
         S = self._S
         for r0, r1 in self.blocks:
             a, b = self._block_arrays(r0, r1)
-            rebased = S.indptr[r0:r1 + 1] - S.indptr[r0]
-            if b == S.nnz:
-                reference.csr_spmv(rebased, S.indices[a:b], S.data[a:b], x, y[r0:r1], alpha, beta)
-                continue
-            # The reference kernel's last row also sums everything after it (a padding zero), and NumPy's
-            # pairwise sum groups by length; one borrowed entry in a dummy row keeps each real
-            # row's sum exactly as in the whole-matrix product, so the results are bitwise equal.
-            extended = np.append(rebased, rebased.dtype.type(b - a + 1))
-            piece = np.empty(r1 - r0 + 1, self.dtype)
-            piece[:-1] = y[r0:r1]
-            reference.csr_spmv(extended, S.indices[a:b + 1], S.data[a:b + 1], x, piece, alpha, beta)
-            y[r0:r1] = piece[:-1]
+            block = sp.csr_array((S.data[a:b], S.indices[a:b], S.indptr[r0:r1 + 1] - S.indptr[r0]),
+                                 shape=(r1 - r0, self.shape[1]), copy=False)
+            combine(y[r0:r1], block @ x, alpha, beta)
         return y
 
     def _spmv_gpu(self, x: Any, y: Any, alpha: Any, beta: Any, progress: bool, report: bool) -> Any:
@@ -378,17 +371,3 @@ class OutOfCoreCSR:
 
 def _align_up(nbytes: int) -> int:
     return -(-nbytes // SLOT_ALIGN) * SLOT_ALIGN
-
-
-def _check_writable_apart(x: Any, y: Any) -> None:
-    """y, written in place block by block while later blocks still read x, must be writeable
-    and must not overlap x."""
-    if isinstance(y, np.ndarray):
-        if not y.flags.writeable:
-            raise ValueError("y is read-only; pass a writeable array (it is written in place)")
-        overlap = isinstance(x, np.ndarray) and np.may_share_memory(x, y)
-    else:
-        overlap = (x.size and y.size and x.data.ptr < y.data.ptr + y.nbytes
-                   and y.data.ptr < x.data.ptr + x.nbytes)
-    if overlap:
-        raise ValueError("y overlaps x: later blocks still read x while y is written; pass a separate y")

@@ -131,7 +131,7 @@ def test_out_of_core_spmv_scalars_and_vectors(rng):
     frozen.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
         A.spmv(x, frozen)
-    with pytest.raises(ValueError, match="overlaps x"):
+    with pytest.raises(ValueError, match="must not overlap x"):
         A.spmv(x, x)
     with pytest.raises(TypeError, match="dtype float32"):
         A.spmv(x, np.zeros(30, np.float32))
@@ -223,7 +223,7 @@ def test_out_of_core_gpu_vector_checks(rng):
     S = random_csr(rng, 200, 200, 3)
     A = OutOfCoreCSR(S, device_budget_bytes=budget_for(S, 3))
     x = cupy.asarray(nonzero_x(rng, 200))
-    with pytest.raises(ValueError, match="overlaps x"):
+    with pytest.raises(ValueError, match="must not overlap x"):
         A.spmv(x, x)
     with pytest.raises(TypeError, match="alpha must be a number"):
         A.spmv(x, alpha="2")
