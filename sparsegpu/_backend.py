@@ -1,7 +1,7 @@
 """Which backend is active, the array module that goes with it, and library-wide options.
 
 Two backends exist: ``"gpu"`` (CuPy arrays, CUDA kernels from ``kernels/``) and ``"cpu"``
-(NumPy arrays, the reference twins in :mod:`sparsegpu.reference`). The GPU backend is chosen
+(NumPy arrays, the reference kernels in :mod:`sparsegpu.reference`). The GPU backend is chosen
 when CuPy imports and a CUDA device answers; ``SPARSEGPU_BACKEND=cpu|gpu`` forces one.
 """
 

@@ -29,7 +29,7 @@ from sparsegpu import _validate, primitives
 from sparsegpu._backend import is_device_array
 from sparsegpu._kernels import KernelFile, blocks_for, device_properties
 from sparsegpu.primitives import expand_pointers  # noqa: F401  (part of this module's API)
-from sparsegpu.reference import convert as twin
+from sparsegpu.reference import convert as reference
 
 #: Quantiles :func:`row_length_stats` reports.
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.99)
@@ -38,11 +38,11 @@ QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.99)
 HISTOGRAM_QUANTILE_LIMIT = 1 << 22
 
 CONVERT_BLOCK = 256  # kernels/convert.cu CONVERT_BLOCK
-SHORT_ROW = twin.SHORT_ROW  # kernels/convert.cu SHORT_ROW: long rows are sorted in chunks this long
-DIGIT_BITS = twin.DIGIT_BITS  # kernels/convert.cu DIGIT_BITS: row bits a partition pass splits by
-DIGITS = twin.DIGITS
-PARTITION_TILE = twin.PARTITION_TILE  # kernels/convert.cu PARTITION_TILE
-LOCAL_ROW = twin.LOCAL_ROW  # kernels/convert.cu LOCAL_ROW: longer rows take the long-row path
+SHORT_ROW = reference.SHORT_ROW  # kernels/convert.cu SHORT_ROW: long rows are sorted in chunks this long
+DIGIT_BITS = reference.DIGIT_BITS  # kernels/convert.cu DIGIT_BITS: row bits a partition pass splits by
+DIGITS = reference.DIGITS
+PARTITION_TILE = reference.PARTITION_TILE  # kernels/convert.cu PARTITION_TILE
+LOCAL_ROW = reference.LOCAL_ROW  # kernels/convert.cu LOCAL_ROW: longer rows take the long-row path
 INSPECT_ITEMS = 4  # kernels/convert.cu INSPECT_ITEMS
 #: Resident blocks per multiprocessor the grid-stride kernels are sized for.
 BLOCKS_PER_SM = 8
@@ -326,7 +326,7 @@ def _as_signed_index(name: str, a: Any, bound: int, axis: str) -> Any:
 def inspect_coo(rows: Any, cols: Any) -> CooFacts:
     """Index extremes and sortedness of COO coordinates (int32 or int64, same dtype, same
     length) in one pass: on the GPU one kernel and one readback of five words; on the CPU its
-    NumPy twin.
+    NumPy reference.
 
     >>> import numpy as np
     >>> inspect_coo(np.array([0, 0, 3]), np.array([5, 2, 1]))
@@ -344,12 +344,12 @@ def inspect_coo(rows: Any, cols: Any) -> CooFacts:
     if rows.size == 0:
         return CooFacts(None, None, None, None, 0)
     if out_xp is np:
-        twin.inspect_coo(rows, cols, words)
+        reference.inspect_coo(rows, cols, words)
     else:
         blocks = min(blocks_for(rows.size, CONVERT_BLOCK * INSPECT_ITEMS), BLOCKS_PER_SM * _multiprocessors())
         _index_kernel("inspect_coo", rows.dtype)((blocks,), (CONVERT_BLOCK,), (rows, cols, np.int64(rows.size), words))
         words = words.get()
-    return CooFacts(*twin.decode_inspection(words))
+    return CooFacts(*reference.decode_inspection(words))
 
 
 def _coo_to_csr_gpu(rows: Any, cols: Any, data: Any, m: int, n: int, index_dtype: Any) -> tuple[Any, Any, Any]:
@@ -376,7 +376,7 @@ def _coo_to_csr_gpu(rows: Any, cols: Any, data: Any, m: int, n: int, index_dtype
 
 def _sort_by_rows(rows: Any, cols: Any, data: Any, m: int) -> tuple[Any, Any, Any]:
     """Unsorted, valid COO (rows and cols of the index dtype, contiguous) -> canonical CSR on the
-    arrays' backend: kernels on the GPU, their twins on the CPU (the CPU's coo_to_csr sorts with
+    arrays' backend: kernels on the GPU, their NumPy references on the CPU (the CPU's coo_to_csr sorts with
     NumPy instead; tests run this path on both). See kernels/convert.cu.
 
     Bytes per entry for 10^8 random entries over 10^7 rows (int32, float64): two partition
@@ -395,7 +395,7 @@ def _sort_by_rows(rows: Any, cols: Any, data: Any, m: int) -> tuple[Any, Any, An
     long_entries = xp.empty((nnz, 2), dtype=index_dt)
     tallies = xp.zeros(2, dtype=np.uint64)
     if xp is np:
-        twin.sort_segments(segments, buffers, data, row_ptr, indices, values, long_entries, tallies)
+        reference.sort_segments(segments, buffers, data, row_ptr, indices, values, long_entries, tallies)
     else:
         n_segments = segments.shape[0]
         GATHER_KERNELS.function("sort_segments<{V}, {I}>", data.dtype, index_dt)(
@@ -420,7 +420,7 @@ def _partition_rows(rows: Any, cols: Any, m: int) -> tuple[Any, Any]:
     entries in ``buffers[buffer]`` (rows, cols, positions) at [start, start + count)."""
     xp = _xp_of(rows)
     nnz, index_dt = rows.size, rows.dtype
-    capacity = twin.segment_capacity(index_dt)
+    capacity = reference.segment_capacity(index_dt)
     buffers = xp.empty((2, 3, nnz), dtype=index_dt)
     parents = xp.asarray(np.array([[0, nnz, 0]], dtype=np.int64))
     # Children of the top range (2^bits >= m rows) span 2^shift rows: the top digit is the high byte.
@@ -439,7 +439,7 @@ def _partition_rows(rows: Any, cols: Any, m: int) -> tuple[Any, Any]:
         # levels), hold no rows.
         exists = ((first_rows < m) & (digit < 1 << (parent_bits - shift))).ravel()
         counts = counts.ravel()
-        if 1 << shift > twin.SEGMENT_ROWS:  # too many rows for a leaf: split unless empty
+        if 1 << shift > reference.SEGMENT_ROWS:  # too many rows for a leaf: split unless empty
             split = exists & (counts > 0)
         elif shift > 0:  # few enough rows: split only if too many entries
             split = exists & (counts > capacity)
@@ -472,7 +472,7 @@ def _cut_long_rows(leaves: Any, capacity: int) -> Any:
     cut = leaves[owner]
     cut[:, 0] += k * capacity
     cut[:, 1] = xp.where(long, xp.minimum(capacity, cut[:, 1] - k * capacity), cut[:, 1])
-    cut[:, 3] |= xp.where(long, twin.LONG_PIECE | xp.where(k == 0, twin.FIRST_PIECE, 0), 0)
+    cut[:, 3] |= xp.where(long, reference.LONG_PIECE | xp.where(k == 0, reference.FIRST_PIECE, 0), 0)
     return cut
 
 
@@ -491,7 +491,7 @@ def _partition_level(source: tuple[Any, Any, Any], implicit_pos: bool, parents: 
     grid = (min(max(n_tiles, 1), MAX_GRID),)
     shift_ = np.int32(shift)
     if xp is np:
-        twin.count_digits(source[0], parents, tile_first, shift, counts)
+        reference.count_digits(source[0], parents, tile_first, shift, counts)
     else:
         _index_kernel("count_digits", source[0].dtype)(
             grid, (CONVERT_BLOCK,),
@@ -500,7 +500,7 @@ def _partition_level(source: tuple[Any, Any, Any], implicit_pos: bool, parents: 
     starts = parents[:, :1] + xp.cumsum(counts, axis=1) - counts  # exact: integer sums
     cursors = starts.astype(np.uint64).ravel()
     if xp is np:
-        twin.partition_tiles(*source, int(implicit_pos), parents, tile_first, shift, cursors, *target)
+        reference.partition_tiles(*source, int(implicit_pos), parents, tile_first, shift, cursors, *target)
     else:
         _index_kernel("partition_tiles", source[0].dtype)(
             grid, (CONVERT_BLOCK,),
@@ -531,21 +531,21 @@ def _sort_long_rows(row_ptr: Any, entries: Any, data: Any, indices: Any, values:
         _launch("sort_long_chunks", index_dt, n_chunks * 32,
                 (row_ptr, long_rows, chunk_first, chunk_owner, np.int64(n_chunks), entries, work))
     else:
-        twin.sort_long_chunks(row_ptr, long_rows, chunk_first, chunk_owner, entries, work)
+        reference.sort_long_chunks(row_ptr, long_rows, chunk_first, chunk_owner, entries, work)
     width = SHORT_ROW
     while width < longest:
         if gpu:
             _launch("merge_runs", index_dt, n_padded,
                     (chunk_first, chunk_owner, np.int64(n_padded), np.int64(width), work, spare))
         else:
-            twin.merge_runs(chunk_first, chunk_owner, width, work, spare)
+            reference.merge_runs(chunk_first, chunk_owner, width, work, spare)
         work, spare, width = spare, work, 2 * width
     if gpu:
         GATHER_KERNELS.function("scatter_long_rows<{V}, {I}>", data.dtype, index_dt)(
             (blocks_for(n_padded, CONVERT_BLOCK),), (CONVERT_BLOCK,),
             (row_ptr, long_rows, chunk_first, chunk_owner, np.int64(n_padded), work, data, indices, values, tallies))
     else:
-        twin.scatter_long_rows(row_ptr, long_rows, chunk_first, chunk_owner, work, data, indices, values, tallies)
+        reference.scatter_long_rows(row_ptr, long_rows, chunk_first, chunk_owner, work, data, indices, values, tallies)
 
 
 def _sum_duplicates(row_ptr: Any, indices: Any, values: Any) -> tuple[Any, Any, Any]:

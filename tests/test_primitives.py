@@ -142,7 +142,7 @@ def test_int32_scan_wraps_like_numpy():
 
 def test_scan_constants_mirror_the_kernel(rng):
     """primitives.py's copies of kernels/scan.cu's shaping constants agree with the kernel (the
-    sweep script and tuning edit scan.cu), and ordered_scan_twin hands them to the twin."""
+    sweep script and tuning edit scan.cu), and ordered_scan_reference hands them to the twin."""
     import re
 
     from sparsegpu._kernels import kernel_dir
@@ -156,7 +156,7 @@ def test_scan_constants_mirror_the_kernel(rng):
         assert getattr(primitives_common, name) == constant(name), name
     x = random_values(rng, 40 * P.SCAN_BLOCK * P.SCAN_THREAD_BYTES // 8 + 3, np.dtype(np.float64))
     want = twin.ordered_lookback_scan(x, block=P.SCAN_BLOCK, thread_bytes=P.SCAN_THREAD_BYTES, span=32 * P.LOOKBACK_WARPS)
-    assert_same_bits(P.ordered_scan_twin(x), want)
+    assert_same_bits(P.ordered_scan_reference(x), want)
 
 
 def tile_prefixes_by_lanes(totals, span):
@@ -205,10 +205,10 @@ def test_ordered_tile_prefixes_follow_the_kernel(rng, dtype, span):
 def test_ordered_lookback_twin_is_a_scan(rng, dtype, n):
     """The association twin of the GPU's reproducible float scan is a scan within the bound."""
     x = random_values(rng, n, np.dtype(dtype))
-    assert_scan(P.ordered_scan_twin(x), x)
-    assert_scan(P.ordered_scan_twin(x, inclusive=False), x, inclusive=False)
+    assert_scan(P.ordered_scan_reference(x), x)
+    assert_scan(P.ordered_scan_reference(x, inclusive=False), x, inclusive=False)
     whole = np.arange(n, dtype=dtype) % 7  # small integers: every association gives the same sums
-    np.testing.assert_array_equal(P.ordered_scan_twin(whole), np.cumsum(whole, dtype=dtype))
+    np.testing.assert_array_equal(P.ordered_scan_reference(whole), np.cumsum(whole, dtype=dtype))
 
 
 # (look-back warps, bytes per thread) of scan_single_pass that the tests build: every span at the
@@ -465,7 +465,7 @@ def test_gpu_scans(rng, dtype, n, float_scan):
             np.testing.assert_array_equal(to_numpy(got), fn(x))  # the twin, exactly
         else:
             if float_scan == "ordered-lookback":  # the association twin, bit for bit
-                assert_same_bits(got, P.ordered_scan_twin(x, inclusive))
+                assert_same_bits(got, P.ordered_scan_reference(x, inclusive))
             poison_pool(x.nbytes)
             assert to_numpy(fn(xd)).tobytes() == to_numpy(got).tobytes(), "not bitwise reproducible"
             with sparsegpu.options(deterministic=False):
@@ -483,7 +483,7 @@ def test_gpu_float_scans_bitwise_reproducible(rng, dtype, float_scan):
     first = to_numpy(P.inclusive_scan(xd))
     assert_scan(first, x)
     if float_scan == "ordered-lookback":
-        assert_same_bits(first, P.ordered_scan_twin(x))
+        assert_same_bits(first, P.ordered_scan_reference(x))
     for _ in range(10):
         assert to_numpy(P.inclusive_scan(xd)).tobytes() == first.tobytes()
 
@@ -587,7 +587,7 @@ def test_gpu_scan_2_27_float32_is_its_twin(rng):
     """The default float scan at 2^27: the association twin's bits, twice."""
     x = rng.standard_normal(2**27, dtype=np.float32)
     xd = device(x)
-    want = P.ordered_scan_twin(x)
+    want = P.ordered_scan_reference(x)
     assert_same_bits(P.inclusive_scan(xd), want)
     assert_same_bits(P.inclusive_scan(xd), want)
 
@@ -613,7 +613,7 @@ def test_gpu_scan_lookback_state_survives_reuse(rng):
                     x = random_values(rng, n, np.dtype(dtype))
                     np.testing.assert_array_equal(to_numpy(P.inclusive_scan(device(x))), np.cumsum(x, dtype=dtype))
                 x = random_values(rng, n, np.dtype(np.float64))
-                assert_same_bits(P.exclusive_scan(device(x)), P.ordered_scan_twin(x, inclusive=False))
+                assert_same_bits(P.exclusive_scan(device(x)), P.ordered_scan_reference(x, inclusive=False))
                 offsets = random_offsets(rng, n, max(n // 50, 1))
                 xi = random_values(rng, n, np.dtype(np.int64))
                 np.testing.assert_array_equal(to_numpy(P.segmented_scan(device(xi), device(offsets))),

@@ -8,7 +8,7 @@ atomic adds (kernels/spmv_csc.cu: no extra memory, rounding varies run to run).
 
 ``spmv_dot`` (y = A x with ``sum_i w_i y_i`` in the epilogue) is fused into the row kernel when
 the product gathers along the major axis and no row is split into chunks; otherwise (CSC's
-``A @ x``, split rows, the CPU twin) it is the product followed by a deterministic dot pass.
+``A @ x``, split rows, the CPU backend) it is the product followed by a deterministic dot pass.
 """
 
 from __future__ import annotations
@@ -280,8 +280,8 @@ class CompressedMatrix(SparseMatrix):
     def _spmv(self, x: Any, y: Any, alpha: Any, beta: Any, transpose: bool) -> Any:
         along_major = transpose == (self._major_axis == 1)
         if self._backend == "cpu":
-            twin = reference.csr_spmv if along_major else reference.csc_spmv
-            return twin(self.indptr, self.indices, self.data, x, y, alpha, beta)
+            reference_spmv = reference.csr_spmv if along_major else reference.csc_spmv
+            return reference_spmv(self.indptr, self.indices, self.data, x, y, alpha, beta)
         if along_major:
             return gather_spmv(self._plan("plan", self.indptr), self.indptr, self.indices, self.data, x, y, alpha, beta)
         if deterministic():

@@ -1,4 +1,4 @@
-"""COO: coordinate lists sorted by row. ``A @ x`` runs kernels/spmv_coo.cu (twin:
+"""COO: coordinate lists sorted by row. ``A @ x`` runs kernels/spmv_coo.cu (NumPy reference:
 reference.coo_spmv)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""CSC: compressed sparse columns. ``A @ x`` runs kernels/spmv_csc.cu (twin: reference.csc_spmv)
+"""CSC: compressed sparse columns. ``A @ x`` runs kernels/spmv_csc.cu (NumPy reference: reference.csc_spmv)
 or, deterministically, kernels/spmv_csr.cu over a cached CSR copy."""
 
 from __future__ import annotations

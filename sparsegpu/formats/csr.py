@@ -1,4 +1,4 @@
-"""CSR: compressed sparse rows. ``A @ x`` runs kernels/spmv_csr.cu (twin: reference.csr_spmv)."""
+"""CSR: compressed sparse rows. ``A @ x`` runs kernels/spmv_csr.cu (NumPy reference: reference.csr_spmv)."""
 
 from __future__ import annotations
 

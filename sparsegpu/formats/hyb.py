@@ -1,5 +1,5 @@
 """HYB: an ELL part of width K for the first K entries of every row, a COO part (sorted by
-row) for the rest. ``A @ x`` runs kernels/spmv_ell.cu then kernels/spmv_coo.cu (twin:
+row) for the rest. ``A @ x`` runs kernels/spmv_ell.cu then kernels/spmv_coo.cu (NumPy reference:
 reference.regular.hyb_spmv).
 
 Choosing K (:func:`hyb_width`)
@@ -55,7 +55,7 @@ from sparsegpu.formats.ell import (
     reject_params,
     slots_fit,
 )
-from sparsegpu.reference import regular as twins
+from sparsegpu.reference import regular as reference
 
 
 def hyb_width(lengths: Any, value_dtype: Any, index_dtype: Any, xp: ModuleType) -> int:
@@ -169,7 +169,7 @@ class HYB(RegularMatrix):
             longest = counts.size - 1
         width = int_at_least("width", width, 0)
         slots_fit(csr, width * m, f"HYB's ELL part of {m} rows x {width} slots")
-        ell_indices, ell_data = fill_slots(csr, twins.LAYOUT_ELL, width * m, width=width)
+        ell_indices, ell_data = fill_slots(csr, reference.LAYOUT_ELL, width * m, width=width)
         if longest is not None and longest <= width:
             # No row overflows (the usual case for regular matrices): an empty COO part, without
             # the gather and its host reads.
@@ -194,7 +194,7 @@ class HYB(RegularMatrix):
 
     def _forward(self, x: Any, y: Any, alpha: Any, beta: Any) -> Any:
         if self._backend == "cpu":
-            return twins.hyb_spmv(self.ell_indices, self.ell_data, self.width, self.coo_row, self.coo_col,
+            return reference.hyb_spmv(self.ell_indices, self.ell_data, self.width, self.coo_row, self.coo_col,
                                   self.coo_data, x, y, alpha, beta)
         ell_forward(self.ell_indices, self.ell_data, self.width, x, y, alpha, beta)
         n_overflow = self.coo_data.size

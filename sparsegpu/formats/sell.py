@@ -1,5 +1,5 @@
 """SELL-C-sigma: slices of C rows, each an ELL block of its own width, after sorting rows by
-length inside windows of sigma rows. ``A @ x`` runs kernels/spmv_sell.cu (twin:
+length inside windows of sigma rows. ``A @ x`` runs kernels/spmv_sell.cu (NumPy reference:
 reference.regular.sell_spmv).
 
 Format parameters, each chosen at conversion by a documented rule unless given:
@@ -65,7 +65,7 @@ from sparsegpu.formats.ell import (
     reject_params,
 )
 from sparsegpu.formats.jds import sorted_by_length
-from sparsegpu.reference import regular as twins
+from sparsegpu.reference import regular as reference
 
 SELL_BLOCK = 256  # kernels/spmv_sell.cu SELL_BLOCK
 SELL_HOT_BLOCK = 1024  # kernels/spmv_sell.cu SELL_HOT_BLOCK: the block of products with hot columns
@@ -124,21 +124,21 @@ SELL_KERNELS = KernelFile(
     + ["sell_stage_hot<{V}, {I}>", "sell_window_slots<{I}>", "sell_slice_widths<{I}>", "sell_part_counts<{I}>",
        "sell_split_units<{I}>", "sell_select_hot<{I}>", "sell_fill_slots<{V}, {I}>"],
 )
-#: Construction kernels with their twins.
-_CONSTRUCTION_TWINS = {
-    "sell_window_slots<{I}>": twins.sell_window_slots,
-    "sell_slice_widths<{I}>": twins.sell_slice_widths,
-    "sell_part_counts<{I}>": twins.sell_part_counts,
-    "sell_split_units<{I}>": twins.sell_split_units,
-    "sell_select_hot<{I}>": twins.sell_select_hot,
-    "sell_fill_slots<{V}, {I}>": twins.sell_fill_slots,
+#: Construction kernels with their reference.
+_CONSTRUCTION_REFERENCES = {
+    "sell_window_slots<{I}>": reference.sell_window_slots,
+    "sell_slice_widths<{I}>": reference.sell_slice_widths,
+    "sell_part_counts<{I}>": reference.sell_part_counts,
+    "sell_split_units<{I}>": reference.sell_split_units,
+    "sell_select_hot<{I}>": reference.sell_select_hot,
+    "sell_fill_slots<{V}, {I}>": reference.sell_fill_slots,
 }
 
 
 def _launch(csr: Any, expression: str, threads: int, *arguments: Any) -> None:
-    """Construction kernel ``expression`` over ``threads`` threads on the GPU, its twin on the CPU."""
+    """Construction kernel ``expression`` over ``threads`` threads on the GPU, its NumPy reference on the CPU."""
     if csr.backend == "cpu":
-        _CONSTRUCTION_TWINS[expression](*(int(a) if isinstance(a, np.integer) else a for a in arguments))
+        _CONSTRUCTION_REFERENCES[expression](*(int(a) if isinstance(a, np.integer) else a for a in arguments))
         return
     kernel = SELL_KERNELS.function(expression, csr.dtype, csr.index_dtype)
     kernel((blocks_for(threads, SELL_BLOCK),), (SELL_BLOCK,), arguments)
@@ -445,7 +445,7 @@ class SELL(RegularMatrix):
         n_split = split_slice.size
         if n_split == 0 and hot_cols.size == 0:
             # Mode "direct": one thread per rank copies its row (the pass ELL and JDS share).
-            indices, data = fill_slots(csr, twins.LAYOUT_SELL, n_slots, perm=perm, offsets=slice_ptr, C=C,
+            indices, data = fill_slots(csr, reference.LAYOUT_SELL, n_slots, perm=perm, offsets=slice_ptr, C=C,
                                        n_ranks=n_slices * C)
         else:
             # The slots, copied over the product's units (a hub row by its parts' threads).
@@ -519,7 +519,7 @@ class SELL(RegularMatrix):
 
     def _forward(self, x: Any, y: Any, alpha: Any, beta: Any) -> Any:
         if self._backend == "cpu":
-            return twins.sell_spmv(self.slice_ptr, self.indices, self.data, self.perm, self.split_slice,
+            return reference.sell_spmv(self.slice_ptr, self.indices, self.data, self.perm, self.split_slice,
                                    self.split_part, self.split, self.hot_cols, self.C, x, y, alpha, beta)
         if y.size == 0:
             return y

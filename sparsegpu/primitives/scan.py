@@ -132,14 +132,14 @@ def segmented_scan(x: Any, offsets: Any = None, *, flags: Any = None, inclusive:
     return _scan_gpu(x, heads, op, inclusive=inclusive)
 
 
-def ordered_scan_twin(x: np.ndarray, inclusive: bool = True) -> np.ndarray:
+def ordered_scan_reference(x: np.ndarray, inclusive: bool = True) -> np.ndarray:
     """On the host, the bits of the GPU's default float sum-scan (the single pass with the
     ordered look-back): :func:`sparsegpu.reference.primitives.ordered_lookback_scan` told
     kernels/scan.cu's tile (SCAN_BLOCK threads of SCAN_THREAD_BYTES) and span
     (32 * LOOKBACK_WARPS tiles). Integers give the exact scan.
 
     >>> import numpy as np
-    >>> ordered_scan_twin(np.array([0.5, 0.25, 2.0]), inclusive=False).tolist()
+    >>> ordered_scan_reference(np.array([0.5, 0.25, 2.0]), inclusive=False).tolist()
     [0.0, 0.5, 0.75]
     """
     return reference.ordered_lookback_scan(x, inclusive, block=SCAN_BLOCK, thread_bytes=SCAN_THREAD_BYTES,
