@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from sparsegpu import convert
+from sparsegpu.convert import coo_sort
 from tests.conftest import to_numpy, xp_for
 
 INDEX_DTYPES = [np.int32, np.int64]
@@ -226,7 +227,7 @@ def test_partition_pipeline_on_references_matches_scipy(rng, index_dtype, nnz, l
     if nnz == 0:
         return
     data = rng.standard_normal(rows.size)
-    indptr, indices, values = convert._sort_by_rows(rows, cols, data, m)
+    indptr, indices, values = coo_sort._sort_by_rows(rows, cols, data, m)
     S = scipy_csr(rows, cols, data, (m, n))
     np.testing.assert_array_equal(indptr, S.indptr)
     np.testing.assert_array_equal(indices, S.indices)
@@ -292,7 +293,7 @@ def test_partition_pipeline_on_references_handles_skewed_rows(rng, index_dtype, 
     """Leaves of the partition cover every row exactly once, hold exactly their rows' entries,
     and the whole path on the references gives SciPy's CSR."""
     rows, cols, m, n = skewed_coo(rng, case, index_dtype)
-    segments, buffers = convert._partition_rows(rows, cols, m)
+    segments, buffers = coo_sort._partition_rows(rows, cols, m)
     start, count, first_row, info = segments.T
     bits, piece = info & 255, (info & reference.LONG_PIECE) != 0
     assert (count <= reference.segment_capacity(index_dtype)).all()
@@ -309,7 +310,7 @@ def test_partition_pipeline_on_references_handles_skewed_rows(rng, index_dtype, 
         np.testing.assert_array_equal(b[0], rows[b[2]])
         np.testing.assert_array_equal(b[1], cols[b[2]])
     data = rng.standard_normal(rows.size)
-    indptr, indices, values = convert._sort_by_rows(rows, cols, data, m)
+    indptr, indices, values = coo_sort._sort_by_rows(rows, cols, data, m)
     S = scipy_csr(rows, cols, data, (m, n))
     np.testing.assert_array_equal(indptr, S.indptr)
     np.testing.assert_array_equal(indices, S.indices)
@@ -351,9 +352,9 @@ def test_gpu_partition_kernels_match_references(rng, index_dtype, nnz, long_row)
     source = (rows, cols, rows)
     for level in range(2):
         want_target = np.full((3, nnz), POISON, dtype=index_dtype)
-        want_counts, want_starts = convert._partition_level(source, level == 0, parents, shift, want_target)
+        want_counts, want_starts = coo_sort._partition_level(source, level == 0, parents, shift, want_target)
         got_target = cupy.full((3, nnz), POISON, dtype=index_dtype)
-        got_counts, got_starts = convert._partition_level(tuple(gpu_arrays(*source)), level == 0, cupy.asarray(parents),
+        got_counts, got_starts = coo_sort._partition_level(tuple(gpu_arrays(*source)), level == 0, cupy.asarray(parents),
                                                           shift, got_target)
         np.testing.assert_array_equal(got_counts.get(), want_counts)
         np.testing.assert_array_equal(got_starts.get(), want_starts)
@@ -381,7 +382,7 @@ def test_gpu_sort_segments_and_long_rows_match_references(rng, index_dtype, case
     rows, cols, m, n = skewed_coo(rng, case, index_dtype)
     nnz = rows.size
     data = (rng.standard_normal(nnz) * 100).astype(value_dtype)
-    segments, buffers = convert._partition_rows(rows, cols, m)
+    segments, buffers = coo_sort._partition_rows(rows, cols, m)
     outputs = {}
     for backend in ("gpu", "cpu"):
         xp = xp_for(backend)
@@ -415,7 +416,7 @@ def test_gpu_sort_segments_and_long_rows_match_references(rng, index_dtype, case
         finals = []
         for backend in ("gpu", "cpu"):
             row_ptr, long_entries, d, indices, values, tallies = outputs[backend + " after long rows"]
-            convert._sort_long_rows(row_ptr, long_entries, d, indices, values, tallies)
+            coo_sort._sort_long_rows(row_ptr, long_entries, d, indices, values, tallies)
             finals.append([to_numpy(a) for a in (indices, values, tallies)])
         for g, w in zip(*finals):
             np.testing.assert_array_equal(g, w)
@@ -476,7 +477,7 @@ def test_gpu_pointer_kernels_match_references(rng, index_dtype, nnz):
         rows[nnz // 4: nnz // 2] = rows[nnz // 4]  # a very long row
     indptr = reference.compress_sorted(rows, np.empty(m + 1, dtype=index_dtype))
     got = cupy.full(m + 1, POISON, dtype=index_dtype)
-    convert._launch("compress_sorted", index_dtype, m + 1, (cupy.asarray(rows), np.int64(nnz), np.int64(m), got))
+    coo_sort._launch("compress_sorted", index_dtype, m + 1, (cupy.asarray(rows), np.int64(nnz), np.int64(m), got))
     np.testing.assert_array_equal(got.get(), indptr)
     np.testing.assert_array_equal(indptr, np.searchsorted(rows, np.arange(m + 1)))
     expanded = convert.expand_pointers(cupy.asarray(indptr), cupy)
