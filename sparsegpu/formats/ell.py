@@ -226,19 +226,42 @@ class ELL(RegularMatrix):
     reproducible, and so is ``A.T @ x`` (over a CSR of A^T built on first use and cached;
     atomics, not reproducible, with ``sparsegpu.options(deterministic=False)``).
 
-    Format parameter ``max_fill`` (default 3.0): refuse, with a ValueError naming the padding
-    ratio, a matrix that would store more than ``max_fill`` padding slots per stored entry
-    (use HYB or SELL-C-sigma for uneven rows); ``max_fill=None`` disables the check.
+    Parameters
+    ----------
+    matrix : scipy sparse matrix or SparseMatrix
+        The matrix to store (any scipy format, or any sparsegpu format on either backend).
+    dtype, index_dtype, backend : optional
+        As in :meth:`SparseMatrix.from_scipy`; for scipy input only.
+    max_fill : float or None, optional
+        Refuse a matrix that would store more than ``max_fill`` padding slots per stored entry
+        (default 3.0; use HYB or SELL-C-sigma for uneven rows). None disables the check.
 
+    Raises
+    ------
+    TypeError
+        ``matrix`` of another type; ``dtype``, ``index_dtype`` or ``backend`` given with a
+        sparsegpu matrix; an unknown format parameter; an unsupported dtype.
+    ValueError
+        The padding ratio exceeds ``max_fill`` (the message names it); a negative or
+        non-finite ``max_fill``; a matrix that cannot fit in memory.
+
+    See Also
+    --------
+    SparseMatrix.from_scipy : ``ELL.from_scipy(S, **params)`` takes the same parameters.
+
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from sparsegpu.formats import ELL
     >>> S = sp.random(50, 40, density=0.1, random_state=1, format="csr")
-    >>> A = ELL.from_scipy(S, max_fill=None)
+    >>> A = ELL.from_scipy(S, max_fill=None, backend="cpu")
     >>> x = np.arange(40.0)
     >>> bool(np.allclose(A @ x, S @ x)) and bool(np.allclose(A.T @ np.ones(50), S.T @ np.ones(50)))
     True
     >>> (A.to_scipy() != S).nnz
     0
+    >>> ELL(S, max_fill=None, backend="cpu").width == A.width
+    True
     """
 
     format = "ell"

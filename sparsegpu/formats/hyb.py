@@ -133,11 +133,34 @@ class HYB(RegularMatrix):
     bitwise reproducible, as is ``A.T @ x`` (over a cached CSR of A^T). With
     ``sparsegpu.options(deterministic=False)`` both use atomic adds (not reproducible).
 
+    Parameters
+    ----------
+    matrix : scipy sparse matrix or SparseMatrix
+        The matrix to store (any scipy format, or any sparsegpu format on either backend).
+    dtype, index_dtype, backend : optional
+        As in :meth:`SparseMatrix.from_scipy`; for scipy input only.
+    width : int, optional
+        The ELL part's width K (default: :func:`hyb_width`); 0 gives a pure COO part.
+
+    Raises
+    ------
+    TypeError
+        ``matrix`` of another type; ``dtype``, ``index_dtype`` or ``backend`` given with a
+        sparsegpu matrix; an unknown format parameter; an unsupported dtype.
+    ValueError
+        A negative ``width``; a matrix that cannot fit in memory.
+
+    See Also
+    --------
+    SparseMatrix.from_scipy : ``HYB.from_scipy(S, **params)`` takes the same parameters.
+
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from sparsegpu.formats import HYB
     >>> S = sp.random(60, 60, density=0.05, random_state=4, format="lil")
     >>> S[7, :] = 1.0  # one long row: it overflows into the COO part
-    >>> A = HYB.from_scipy(S)
+    >>> A = HYB.from_scipy(S, backend="cpu")
     >>> A.width < 60 and A.coo_data.size >= 60 - A.width
     True
     >>> x = np.arange(60.0)

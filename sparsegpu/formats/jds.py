@@ -119,10 +119,31 @@ class JDS(RegularMatrix):
     sort of :func:`sorted_by_length` (one pass for rows shorter than 256), one pass counting the
     rows longer than each diagonal, a scan for ``jd_ptr`` and the one-pass copy of the entries.
 
+    Parameters
+    ----------
+    matrix : scipy sparse matrix or SparseMatrix
+        The matrix to store (any scipy format, or any sparsegpu format on either backend).
+    dtype, index_dtype, backend : optional
+        As in :meth:`SparseMatrix.from_scipy`; for scipy input only.
+
+    Raises
+    ------
+    TypeError
+        ``matrix`` of another type; ``dtype``, ``index_dtype`` or ``backend`` given with a
+        sparsegpu matrix; an unknown format parameter; an unsupported dtype.
+    ValueError
+        A matrix that cannot fit in memory.
+
+    See Also
+    --------
+    SparseMatrix.from_scipy : ``JDS.from_scipy(S)`` builds one from scipy.
+
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from sparsegpu.formats import JDS
     >>> S = sp.tril(sp.random(40, 40, density=0.2, random_state=5), format="csr")
-    >>> A = JDS.from_scipy(S)
+    >>> A = JDS.from_scipy(S, backend="cpu")
     >>> x = np.arange(40.0)
     >>> bool(np.allclose(A @ x, S @ x)) and (A.to_scipy() != S).nnz == 0
     True

@@ -385,16 +385,47 @@ class SELL(RegularMatrix):
     with ``sparsegpu.options(deterministic=False)``). Products of one matrix with parts share its
     scratch: run them one at a time (one stream).
 
+    Parameters
+    ----------
+    matrix : scipy sparse matrix or SparseMatrix
+        The matrix to store (any scipy format, or any sparsegpu format on either backend).
+    dtype, index_dtype, backend : optional
+        As in :meth:`SparseMatrix.from_scipy`; for scipy input only.
+    C : int, optional
+        Rows per slice (default 32), one of 1, 2, 4, ..., 256.
+    sigma : int, optional
+        Sorting window in rows (default: :func:`choose_sigma`); 1 does not sort.
+    split : int, optional
+        Slots per part of a wide slice (default: :func:`choose_split`); 0 never splits.
+    hot : int, optional
+        Columns of x staged in shared memory (default: :func:`staged_columns`' rule); 0 stages
+        none.
+
+    Raises
+    ------
+    TypeError
+        ``matrix`` of another type; ``dtype``, ``index_dtype`` or ``backend`` given with a
+        sparsegpu matrix; an unknown format parameter; an unsupported dtype.
+    ValueError
+        ``C`` not one of the compiled slice heights; ``sigma`` below 1; a negative ``split``
+        or ``hot``.
+
+    See Also
+    --------
+    SparseMatrix.from_scipy : ``SELL.from_scipy(S, **params)`` takes the same parameters.
+
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from sparsegpu.formats import SELL
     >>> S = sp.random(100, 80, density=0.08, random_state=6, format="csr")
-    >>> A = SELL.from_scipy(S, C=8, sigma=64)
+    >>> A = SELL.from_scipy(S, C=8, sigma=64, backend="cpu")
     >>> x = np.arange(80.0)
     >>> bool(np.allclose(A @ x, S @ x)) and (A.to_scipy() != S).nnz == 0
     True
     >>> A.C, A.sigma, A.slice_ptr.size - 1, A.split, A.hot, A.mode
     (8, 64, 13, 32, 0, 'direct')
-    >>> H = SELL.from_scipy(S, C=8, split=2, hot=5)  # parts of 2 slots, 5 staged columns
+    >>> H = SELL.from_scipy(S, C=8, split=2, hot=5, backend="cpu")  # parts of 2 slots, 5 staged columns
     >>> bool(np.allclose(H @ x, S @ x)) and H.split_slice.size > 0 and 0 < H.hot <= 5, H.mode
     (True, 'units')
     """
