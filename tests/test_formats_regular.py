@@ -473,8 +473,8 @@ def test_references_follow_the_kernel_arguments(rng):
 # --------------------------------------------------------------------------- the sort by row length
 
 
-def former_sorted_by_length(lengths, window) -> np.ndarray:
-    """The permutation as the first build computed it (an argsort of a unique int64 key): what
+def argsort_by_length(lengths, window) -> np.ndarray:
+    """The permutation by its definition (an argsort of a unique int64 key): what
     the counting sort must reproduce exactly."""
     m = lengths.size
     if m == 0 or window == 1:
@@ -518,14 +518,14 @@ def sort_cases(rng) -> dict[str, sp.csr_array]:
     }
 
 
-def assert_sort_equals_the_former(S, backend, windows=SORT_WINDOWS, index_dtype=None) -> None:
+def assert_sort_equals_the_argsort(S, backend, windows=SORT_WINDOWS, index_dtype=None) -> None:
     A = CSR.from_scipy(S, backend=backend, index_dtype=index_dtype)
     lengths = np.diff(sp.csr_array(S).indptr)
     m = S.shape[0]
     for window in (*windows, max(m, 1), m + 5):
         perm = sorted_by_length(A, window)
         assert perm.dtype == A.index_dtype and perm.shape == (m,)
-        np.testing.assert_array_equal(to_numpy(perm), former_sorted_by_length(lengths, window),
+        np.testing.assert_array_equal(to_numpy(perm), argsort_by_length(lengths, window),
                                       err_msg=f"window {window}")
 
 
@@ -534,23 +534,23 @@ SORT_CASES = ["empty rows", "all rows equal", "no nonzeros", "one very long row"
 
 
 @pytest.mark.parametrize("case", SORT_CASES)
-def test_sorted_by_length_equals_the_former_sort(case, rng, backend):
-    assert_sort_equals_the_former(sort_cases(rng)[case], backend)
+def test_sorted_by_length_equals_the_argsort(case, rng, backend):
+    assert_sort_equals_the_argsort(sort_cases(rng)[case], backend)
 
 
 def test_sorted_by_length_int64_indices_and_known_longest(rng, backend):
     S = matrix_of_lengths(rng.integers(0, 300, size=900), rng)
-    assert_sort_equals_the_former(S, backend, windows=(7, 256, 600), index_dtype=np.int64)
+    assert_sort_equals_the_argsort(S, backend, windows=(7, 256, 600), index_dtype=np.int64)
     A = CSR.from_scipy(S, backend=backend)
     longest = int(np.diff(S.indptr).max())
     np.testing.assert_array_equal(to_numpy(sorted_by_length(A, 900, longest)),
-                                  former_sorted_by_length(np.diff(S.indptr), 900))
+                                  argsort_by_length(np.diff(S.indptr), 900))
 
 
 @requires_matrices
 @pytest.mark.parametrize("name", REAL_MATRICES)
 def test_sorted_by_length_on_real_matrices(name, backend):
-    assert_sort_equals_the_former(real(name), backend, windows=(32, 256, 1000))
+    assert_sort_equals_the_argsort(real(name), backend, windows=(32, 256, 1000))
 
 
 @settings(max_examples=60, deadline=None)
@@ -559,7 +559,7 @@ def test_sorted_by_length_on_real_matrices(name, backend):
 def test_sorted_by_length_property(lengths, window, seed):
     S = matrix_of_lengths(lengths, np.random.default_rng(seed))
     perm = sorted_by_length(CSR.from_scipy(S, backend="cpu"), window)
-    np.testing.assert_array_equal(perm, former_sorted_by_length(np.asarray(lengths, dtype=np.int64), window))
+    np.testing.assert_array_equal(perm, argsort_by_length(np.asarray(lengths, dtype=np.int64), window))
 
 
 def test_sort_stages_follow_the_kernel_layout(rng):
@@ -670,7 +670,7 @@ def test_gpu_hyb_overflow_and_atomics(rng):
 @pytest.mark.gpu
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 def test_gpu_sort_kernels_vs_references(index_dtype, rng):
-    """The device sort (in-block and radix passes) against the references and the former argsort; a
+    """The device sort (in-block and radix passes) against the references and the argsort definition; a
     permutation in the right dtype, every entry written."""
     for name, S in sort_cases(rng).items():
         lengths = np.diff(S.indptr)
@@ -679,7 +679,7 @@ def test_gpu_sort_kernels_vs_references(index_dtype, rng):
         for window in (*SORT_WINDOWS, max(S.shape[0], 1)):
             got = to_numpy(sorted_by_length(A, window))
             np.testing.assert_array_equal(got, to_numpy(sorted_by_length(T, window)), err_msg=f"{name}, {window}")
-            np.testing.assert_array_equal(got, former_sorted_by_length(lengths, window), err_msg=f"{name}, {window}")
+            np.testing.assert_array_equal(got, argsort_by_length(lengths, window), err_msg=f"{name}, {window}")
             assert got.dtype == np.dtype(index_dtype)
 
 

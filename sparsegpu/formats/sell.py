@@ -17,11 +17,11 @@ there than the lost locality, which such matrices hardly have. sigma = 1 does no
 
 ``split`` (default: :func:`choose_split`): a slice wider than ``split`` slots is summed in parts
 of ``split`` slots, each by its own group of C threads, the lanes' partial sums added in part
-order (no float atomics, bitwise reproducible); so a hub row of 60,000 entries no longer sits
+order (no float atomics, bitwise reproducible); so a hub row of 60,000 entries does not sit
 on one thread while the whole product waits. The rule gives the product about
 :data:`SPLIT_GROUPS` units' worth of work per group: long parts on large matrices (R-MAT scale
-21: 130 slots, where 64 measured 0.95x cupyx and 128 1.08x), short ones on small matrices whose
-few slices would otherwise each be one long serial chain. 0 never splits.
+21: 130 slots; parts near 128 slots beat parts of 64, measured on an H200), short ones on
+small matrices whose few slices would otherwise each be one long serial chain. 0 never splits.
 
 ``hot`` (default: :func:`staged_columns`' rule): the number of columns of x staged in each
 block's shared memory, the most gathered ones (by default only when together they take at least
@@ -36,8 +36,8 @@ split and no column is staged (regular matrices: stencils, meshes, anything with
 the plain SELL kernel, one thread per row over a grid covering the rows, and the conversion's
 one-pass slot copy shared with ELL and JDS. ``"units"`` otherwise: groups of C threads take the
 parts and slices in a persistent loop, and the slots are copied over those same units (a hub row
-by its parts' threads). The unit loop's bookkeeping cost regular matrices 15-20% of their
-bandwidth, hence two modes.
+by its parts' threads). The unit loop's bookkeeping costs regular matrices 15-20% of their
+bandwidth (measured on an H200), hence two modes.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ is the prefix of tile t - span (span = 32 * :data:`LOOKBACK_WARPS` tiles) plus a
 the tile totals between, the same sum whatever the timing; :func:`ordered_scan_reference` computes
 the same bits on the host);
 :data:`DETERMINISTIC_FLOAT_SCAN` =
-``"reduce-then-scan"`` selects the older reproducible path (three launches, x read twice).
+``"reduce-then-scan"`` selects the other reproducible path (three launches, x read twice).
 With ``sparsegpu.options(deterministic=False)`` float scans take the plain look-back, whose
 association of predecessors depends on timing, so the last bits can change run to run.
 Histograms count with integer atomics and are exact.

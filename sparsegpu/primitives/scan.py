@@ -39,7 +39,7 @@ DETERMINISTIC_FLOAT_SCAN = "ordered-lookback"
 #: Integer scans are exact in any association, so they take the look-back that is faster: False
 #: the plain one (the nearest inclusive prefix, or whole spans of aggregates), True the ordered
 #: one (each tile waits for one inclusive prefix, 32 * LOOKBACK_WARPS tiles back). The ordered
-#: one measured faster on an H200 (int32 at 2^28: 87% of copy against 84%; docs/performance.md).
+#: one is faster (measured on an H200, see docs/performance.md).
 ORDERED_LOOKBACK_FOR_INTEGERS = True
 
 
