@@ -1,7 +1,7 @@
 """Which backend is active, the array module that goes with it, and library-wide options.
 
 Two backends exist: ``"gpu"`` (CuPy arrays, CUDA kernels from ``kernels/``) and ``"cpu"``
-(NumPy arrays, the reference twins in :mod:`sparsegpu.reference`). The GPU backend is chosen
+(NumPy arrays, the reference kernels in :mod:`sparsegpu.reference`). The GPU backend is chosen
 when CuPy imports and a CUDA device answers; ``SPARSEGPU_BACKEND=cpu|gpu`` forces one.
 """
 
@@ -21,7 +21,18 @@ BACKEND_ENV = "SPARSEGPU_BACKEND"
 
 
 class BackendError(RuntimeError):
-    """The requested backend cannot be used on this machine."""
+    """The requested backend cannot be used on this machine.
+
+    Raised when ``backend="gpu"`` or ``SPARSEGPU_BACKEND=gpu`` asks for the GPU and CuPy does not
+    import or no CUDA device answers; the message says why and names the install extra
+    (``sparsegpu[cuda12]`` or ``sparsegpu[cuda13]``) when CuPy is missing.
+
+    Examples
+    --------
+    >>> import sparsegpu
+    >>> issubclass(sparsegpu.BackendError, RuntimeError)
+    True
+    """
 
 
 @functools.cache
@@ -42,16 +53,41 @@ def _gpu_probe() -> tuple[bool, str]:
 
 
 def gpu_available() -> bool:
-    """True when CuPy imports and a CUDA device is usable (ignores ``SPARSEGPU_BACKEND``)."""
+    """Whether the GPU backend can run here.
+
+    Returns
+    -------
+    bool
+        True when CuPy imports and a CUDA device answers. ``SPARSEGPU_BACKEND`` is ignored; the
+        probe runs once per process.
+
+    Examples
+    --------
+    >>> import sparsegpu
+    >>> sparsegpu.gpu_available() in (True, False)
+    True
+    """
     return _gpu_probe()[0]
 
 
 def backend() -> Backend:
-    """The backend new matrices are placed on: ``"gpu"`` or ``"cpu"``.
+    """The backend new matrices are placed on when no ``backend`` is given.
 
-    ``SPARSEGPU_BACKEND=cpu`` forces the CPU backend; ``SPARSEGPU_BACKEND=gpu`` forces the GPU
-    and raises :class:`BackendError` when none is usable.
+    The GPU when :func:`gpu_available`, else the CPU. ``SPARSEGPU_BACKEND=cpu`` forces the CPU
+    backend; ``SPARSEGPU_BACKEND=gpu`` forces the GPU.
 
+    Returns
+    -------
+    {"gpu", "cpu"}
+
+    Raises
+    ------
+    BackendError
+        ``SPARSEGPU_BACKEND`` is neither ``cpu`` nor ``gpu``, or asks for a GPU that is not
+        usable.
+
+    Examples
+    --------
     >>> import sparsegpu
     >>> sparsegpu.backend() in ("cpu", "gpu")
     True
@@ -128,18 +164,47 @@ _OPTIONS = _Options()
 
 
 def get_options() -> dict[str, Any]:
-    """The current options as a dict.
+    """The current library-wide options.
 
-    ``deterministic`` (default True): every kernel gives bitwise the same result run to run.
-    False lets scatter-type products (``CSR.T @ x``, ``CSC @ x``, COO) use atomic adds, which
-    saves the transposed copy those products otherwise build once, at the price of run-to-run
-    rounding differences.
+    Returns
+    -------
+    dict
+        ``{"deterministic": bool}``. ``deterministic`` (default True): every kernel gives
+        bitwise the same result run to run. False lets scatter-type products (``CSR.T @ x``,
+        ``CSC @ x``, COO) use atomic adds, which saves the transposed copy those products
+        otherwise build once, at the price of run-to-run rounding differences.
+
+    Examples
+    --------
+    >>> import sparsegpu
+    >>> sparsegpu.get_options()
+    {'deterministic': True}
     """
     return {name: getattr(_OPTIONS, name) for name in _Options.__slots__}
 
 
 def set_options(**changes: Any) -> None:
-    """Set options by name; unknown names raise ``TypeError``."""
+    """Set options by name until changed again (:func:`options` restores them after a block).
+
+    Parameters
+    ----------
+    **changes : bool
+        Option names (see :func:`get_options`) and their new values. Nothing changes unless
+        every name and value is valid.
+
+    Raises
+    ------
+    TypeError
+        An unknown option name, or a value that is not True or False.
+
+    Examples
+    --------
+    >>> import sparsegpu
+    >>> sparsegpu.set_options(deterministic=False)
+    >>> sparsegpu.get_options()["deterministic"]
+    False
+    >>> sparsegpu.set_options(deterministic=True)
+    """
     for name, value in changes.items():
         if name not in _Options.__slots__:
             raise TypeError(f"unknown option {name!r}; known: {', '.join(_Options.__slots__)}")
@@ -151,8 +216,20 @@ def set_options(**changes: Any) -> None:
 
 @contextlib.contextmanager
 def options(**changes: Any) -> Iterator[None]:
-    """Set options for the duration of a ``with`` block.
+    """Set options for the duration of a ``with`` block, then restore the previous ones.
 
+    Parameters
+    ----------
+    **changes : bool
+        As for :func:`set_options`.
+
+    Raises
+    ------
+    TypeError
+        An unknown option name, or a value that is not True or False.
+
+    Examples
+    --------
     >>> import sparsegpu
     >>> with sparsegpu.options(deterministic=False):
     ...     sparsegpu.get_options()["deterministic"]

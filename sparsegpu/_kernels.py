@@ -45,7 +45,17 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
 
 
 class KernelCompileError(RuntimeError):
-    """NVRTC rejected a kernel file; the message holds the file, the line and the compiler log."""
+    """NVRTC rejected a kernel file.
+
+    Raised on the GPU backend the first time a kernel of a file is needed (kernels compile on
+    first use). The message holds the file, the line and the compiler's log.
+
+    Examples
+    --------
+    >>> from sparsegpu._kernels import KernelCompileError
+    >>> issubclass(KernelCompileError, RuntimeError)
+    True
+    """
 
 
 def kernel_dir() -> Path:

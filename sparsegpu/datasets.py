@@ -222,7 +222,7 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
     """An R-MAT (Kronecker) graph: 2^scale vertices, ``edge_factor * 2^scale`` edges drawn by
     recursively choosing a quadrant with probabilities a, b, c and d = 1 - a - b - c (the
     Graph500 values by default), weights uniform in [0.5, 1.5), duplicate edges summed. Vertex
-    labels are not permuted, so the heaviest rows come first (as in the measured anchors:
+    labels are not permuted, so the heaviest rows come first (as in the benchmark matrices:
     scale 21 gives a longest row of about 62,000).
 
     >>> S = rmat(8, 4, seed=1)

@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from sparsegpu import convert
+from sparsegpu.convert import coo_sort
 from tests.conftest import to_numpy, xp_for
 
 INDEX_DTYPES = [np.int32, np.int64]
@@ -186,9 +187,9 @@ def test_row_length_stats_of_very_long_rows(backend):
     assert stats.quantiles[0.5] == pytest.approx(float(np.quantile(lengths, 0.5)))
 
 
-# --------------------------------------------------------------------------- kernels/convert.cu and twins
+# --------------------------------------------------------------------------- kernels/convert.cu and their NumPy references
 
-from sparsegpu.reference import convert as twin  # noqa: E402
+from sparsegpu.reference import convert as reference  # noqa: E402
 
 AWKWARD_NNZ = [0, 1, 31, 33, 2**20 + 7]
 POISON = -7777  # integer outputs cannot hold NaN: a value no kernel writes
@@ -219,14 +220,14 @@ def scipy_csr(rows, cols, data, shape):
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
 @pytest.mark.parametrize("nnz", [0, 1, 31, 33, 5000])
 @pytest.mark.parametrize("long_row", [False, True])
-def test_partition_pipeline_on_twins_matches_scipy(rng, index_dtype, nnz, long_row):
-    """The GPU's unsorted COO -> CSR pipeline, run on the kernels' twins."""
+def test_partition_pipeline_on_references_matches_scipy(rng, index_dtype, nnz, long_row):
+    """The GPU's unsorted COO -> CSR pipeline, run on the kernels' NumPy references."""
     m, n = 301, 97
     rows, cols = random_coo(rng, m, n, nnz, index_dtype, long_row=long_row)
     if nnz == 0:
         return
     data = rng.standard_normal(rows.size)
-    indptr, indices, values = convert._sort_by_rows(rows, cols, data, m)
+    indptr, indices, values = coo_sort._sort_by_rows(rows, cols, data, m)
     S = scipy_csr(rows, cols, data, (m, n))
     np.testing.assert_array_equal(indptr, S.indptr)
     np.testing.assert_array_equal(indices, S.indices)
@@ -235,7 +236,7 @@ def test_partition_pipeline_on_twins_matches_scipy(rng, index_dtype, nnz, long_r
     assert values.tobytes() == want.tobytes(), "duplicates not summed as the CPU path sums them"
 
 
-def test_inspect_coo_twin_matches_numpy(rng):
+def test_inspect_coo_reference_matches_numpy(rng):
     rows = rng.integers(-5, 1000, size=777)
     cols = rng.integers(-(2**40), 2**40, size=777)
     facts = convert.inspect_coo(rows, cols)
@@ -244,14 +245,14 @@ def test_inspect_coo_twin_matches_numpy(rng):
     assert convert.inspect_coo(rows[:0], cols[:0]).row_min is None
 
 
-def test_twins_of_pointer_kernels(rng):
+def test_references_of_pointer_kernels(rng):
     lengths = rng.integers(0, 4, size=200)
     indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
     marks = np.full(int(indptr[-1]), -1, dtype=np.int32)
-    twin.mark_row_starts(indptr, marks)
+    reference.mark_row_starts(indptr, marks)
     np.testing.assert_array_equal(np.maximum.accumulate(marks), np.repeat(np.arange(200), lengths))
     rows = np.repeat(np.arange(200), lengths)
-    np.testing.assert_array_equal(twin.compress_sorted(rows, np.empty(201, np.int64)), indptr)
+    np.testing.assert_array_equal(reference.compress_sorted(rows, np.empty(201, np.int64)), indptr)
 
 
 SKEWED_CASES = ["ten per row", "one huge row", "all in one row", "medium rows", "power law", "hyper-sparse", "wide"]
@@ -288,16 +289,16 @@ def skewed_coo(rng, case, index_dtype):
 
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
 @pytest.mark.parametrize("case", SKEWED_CASES)
-def test_partition_pipeline_on_twins_handles_skewed_rows(rng, index_dtype, case):
+def test_partition_pipeline_on_references_handles_skewed_rows(rng, index_dtype, case):
     """Leaves of the partition cover every row exactly once, hold exactly their rows' entries,
-    and the whole path on twins gives SciPy's CSR."""
+    and the whole path on the references gives SciPy's CSR."""
     rows, cols, m, n = skewed_coo(rng, case, index_dtype)
-    segments, buffers = convert._partition_rows(rows, cols, m)
+    segments, buffers = coo_sort._partition_rows(rows, cols, m)
     start, count, first_row, info = segments.T
-    bits, piece = info & 255, (info & twin.LONG_PIECE) != 0
-    assert (count <= twin.segment_capacity(index_dtype)).all()
+    bits, piece = info & 255, (info & reference.LONG_PIECE) != 0
+    assert (count <= reference.segment_capacity(index_dtype)).all()
     assert (bits[count > 0] <= 8).all() and (bits[piece] == 0).all()
-    covers = ~piece | ((info & twin.FIRST_PIECE) != 0)  # a long row's first piece covers it
+    covers = ~piece | ((info & reference.FIRST_PIECE) != 0)  # a long row's first piece covers it
     span = np.minimum(first_row + (1 << bits), m) - first_row
     order = np.argsort(first_row[covers], kind="stable")
     f, w = first_row[covers][order], span[covers][order]
@@ -309,7 +310,7 @@ def test_partition_pipeline_on_twins_handles_skewed_rows(rng, index_dtype, case)
         np.testing.assert_array_equal(b[0], rows[b[2]])
         np.testing.assert_array_equal(b[1], cols[b[2]])
     data = rng.standard_normal(rows.size)
-    indptr, indices, values = convert._sort_by_rows(rows, cols, data, m)
+    indptr, indices, values = coo_sort._sort_by_rows(rows, cols, data, m)
     S = scipy_csr(rows, cols, data, (m, n))
     np.testing.assert_array_equal(indptr, S.indptr)
     np.testing.assert_array_equal(indices, S.indices)
@@ -337,8 +338,8 @@ def children_as_sets(buffer, counts, starts):
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
 @pytest.mark.parametrize("nnz", [1, 31, 4097, 2**20 + 7])
 @pytest.mark.parametrize("long_row", [False, True])
-def test_gpu_partition_kernels_match_twins(rng, index_dtype, nnz, long_row):
-    """count_digits and partition_tiles against their twins: the first level (implicit positions,
+def test_gpu_partition_kernels_match_references(rng, index_dtype, nnz, long_row):
+    """count_digits and partition_tiles against their references: the first level (implicit positions,
     one parent) and a second level over many parents; counts and cursors exactly, children as sets,
     every entry written."""
     import cupy
@@ -351,9 +352,9 @@ def test_gpu_partition_kernels_match_twins(rng, index_dtype, nnz, long_row):
     source = (rows, cols, rows)
     for level in range(2):
         want_target = np.full((3, nnz), POISON, dtype=index_dtype)
-        want_counts, want_starts = convert._partition_level(source, level == 0, parents, shift, want_target)
+        want_counts, want_starts = coo_sort._partition_level(source, level == 0, parents, shift, want_target)
         got_target = cupy.full((3, nnz), POISON, dtype=index_dtype)
-        got_counts, got_starts = convert._partition_level(tuple(gpu_arrays(*source)), level == 0, cupy.asarray(parents),
+        got_counts, got_starts = coo_sort._partition_level(tuple(gpu_arrays(*source)), level == 0, cupy.asarray(parents),
                                                           shift, got_target)
         np.testing.assert_array_equal(got_counts.get(), want_counts)
         np.testing.assert_array_equal(got_starts.get(), want_starts)
@@ -362,7 +363,7 @@ def test_gpu_partition_kernels_match_twins(rng, index_dtype, nnz, long_row):
         assert (got[:, covered] != POISON).all(), "an entry was never written"
         np.testing.assert_array_equal(children_as_sets(got, want_counts, want_starts),
                                       children_as_sets(want_target, want_counts, want_starts))
-        # The next level: every non-empty child a parent, fed the twin's output.
+        # The next level: every non-empty child a parent, fed the reference's output.
         counts, starts = want_counts.ravel(), want_starts.ravel()
         first_rows = (parents[:, 2:3] + (np.arange(convert.DIGITS) << shift)).ravel()
         split = counts > 0
@@ -375,13 +376,13 @@ def test_gpu_partition_kernels_match_twins(rng, index_dtype, nnz, long_row):
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
 @pytest.mark.parametrize("case", SKEWED_CASES)
 @pytest.mark.parametrize("value_dtype", [np.float64, np.complex64, np.int32])
-def test_gpu_sort_segments_and_long_rows_match_twins(rng, index_dtype, case, value_dtype):
-    """sort_segments, then the long-row kernels, against their twins on the twins' leaves; outputs
+def test_gpu_sort_segments_and_long_rows_match_references(rng, index_dtype, case, value_dtype):
+    """sort_segments, then the long-row kernels, against their references on the references' leaves; outputs
     poisoned first. Long rows' pairs leave sort_segments in any order within their row."""
     rows, cols, m, n = skewed_coo(rng, case, index_dtype)
     nnz = rows.size
     data = (rng.standard_normal(nnz) * 100).astype(value_dtype)
-    segments, buffers = convert._partition_rows(rows, cols, m)
+    segments, buffers = coo_sort._partition_rows(rows, cols, m)
     outputs = {}
     for backend in ("gpu", "cpu"):
         xp = xp_for(backend)
@@ -398,7 +399,7 @@ def test_gpu_sort_segments_and_long_rows_match_twins(rng, index_dtype, case, val
                 (args[0], np.int64(segments.shape[0]), args[1], np.int64(nnz), np.int64(m), args[2], row_ptr, indices,
                  values, long_entries, tallies))
         else:
-            twin.sort_segments(*args, row_ptr, indices, values, long_entries, tallies)
+            reference.sort_segments(*args, row_ptr, indices, values, long_entries, tallies)
         outputs[backend] = [to_numpy(a) for a in (row_ptr, indices, values, long_entries, tallies)]
         outputs[backend + " after long rows"] = (row_ptr, long_entries, args[2], indices, values, tallies)
     got, want = outputs["gpu"], outputs["cpu"]
@@ -415,7 +416,7 @@ def test_gpu_sort_segments_and_long_rows_match_twins(rng, index_dtype, case, val
         finals = []
         for backend in ("gpu", "cpu"):
             row_ptr, long_entries, d, indices, values, tallies = outputs[backend + " after long rows"]
-            convert._sort_long_rows(row_ptr, long_entries, d, indices, values, tallies)
+            coo_sort._sort_long_rows(row_ptr, long_entries, d, indices, values, tallies)
             finals.append([to_numpy(a) for a in (indices, values, tallies)])
         for g, w in zip(*finals):
             np.testing.assert_array_equal(g, w)
@@ -453,7 +454,7 @@ def test_gpu_unsorted_coo_to_csr_skewed_rows(rng, index_dtype, case, value_dtype
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
 @pytest.mark.parametrize("nnz", AWKWARD_NNZ)
 @pytest.mark.parametrize("order", ["sorted", "shuffled"])
-def test_gpu_inspect_coo_matches_twin(rng, index_dtype, nnz, order):
+def test_gpu_inspect_coo_matches_reference(rng, index_dtype, nnz, order):
     rows, cols = random_coo(rng, 5000, 3000, nnz, index_dtype, order=order)
     if rows.size > 1 and order == "sorted":
         j = int(rng.integers(1, rows.size))
@@ -467,16 +468,16 @@ def test_gpu_inspect_coo_matches_twin(rng, index_dtype, nnz, order):
 @pytest.mark.gpu
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
 @pytest.mark.parametrize("nnz", AWKWARD_NNZ)
-def test_gpu_pointer_kernels_match_twins(rng, index_dtype, nnz):
+def test_gpu_pointer_kernels_match_references(rng, index_dtype, nnz):
     import cupy
 
     m = max(nnz // 3, 1)
     rows = np.sort(rng.integers(0, m, size=nnz)).astype(index_dtype)
     if nnz > 10:
         rows[nnz // 4: nnz // 2] = rows[nnz // 4]  # a very long row
-    indptr = twin.compress_sorted(rows, np.empty(m + 1, dtype=index_dtype))
+    indptr = reference.compress_sorted(rows, np.empty(m + 1, dtype=index_dtype))
     got = cupy.full(m + 1, POISON, dtype=index_dtype)
-    convert._launch("compress_sorted", index_dtype, m + 1, (cupy.asarray(rows), np.int64(nnz), np.int64(m), got))
+    coo_sort._launch("compress_sorted", index_dtype, m + 1, (cupy.asarray(rows), np.int64(nnz), np.int64(m), got))
     np.testing.assert_array_equal(got.get(), indptr)
     np.testing.assert_array_equal(indptr, np.searchsorted(rows, np.arange(m + 1)))
     expanded = convert.expand_pointers(cupy.asarray(indptr), cupy)

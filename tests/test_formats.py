@@ -1,6 +1,6 @@
 """COO, CSR and CSC: construction, conversion and SpMV against SciPy, on every backend.
 
-On the GPU backend each product is also compared with the CPU reference twin over the same
+On the GPU backend each product is also compared with the CPU reference over the same
 arrays, and repeated to check bitwise reproducibility.
 """
 
@@ -358,7 +358,7 @@ DOT_MATRICES = ["bcsstk16", "as-caida", "arrow", "mhd1280b", "lp_ship04l", "add3
 
 def check_spmv_dot(A, S, rng, dtype):
     """spmv_dot against spmv + a NumPy dot: y bitwise the plain product's, the dot exactly
-    NumPy's on the CPU (the twin is spmv then np.dot) and within float64 rounding on the GPU,
+    NumPy's on the CPU (the reference is spmv then np.dot) and within float64 rounding on the GPU,
     where it is also bitwise reproducible run to run."""
     m, n = S.shape
     xp = xp_for(A.backend)

@@ -1,5 +1,5 @@
-"""ELL, HYB, JDS and SELL-C-sigma: layouts, conversions, products (CPU twins against scipy;
-CUDA kernels against their twins and scipy, marked gpu)."""
+"""ELL, HYB, JDS and SELL-C-sigma: layouts, conversions, products (CPU references against scipy;
+CUDA kernels against their references and scipy, marked gpu)."""
 
 from __future__ import annotations
 
@@ -8,18 +8,15 @@ import functools
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import sparsegpu
 from sparsegpu import datasets, reference
-from sparsegpu.formats import CSR, ELL, HYB, JDS, SELL
+from sparsegpu.formats import ELL, HYB, JDS, SELL
 from sparsegpu.formats import jds as jds_module
 from sparsegpu.formats.ell import DEFAULT_MAX_FILL
 from sparsegpu.formats.hyb import hyb_width
-from sparsegpu.formats.jds import RANK_BLOCK, sorted_by_length
 from sparsegpu.formats.sell import SELL_CHUNKS
-from sparsegpu.reference import regular as twins
+from sparsegpu.reference import regular as regular_reference
 from tests.conftest import poisoned, to_numpy, xp_for
 
 REAL_MATRICES = datasets.real_matrix_names()
@@ -458,129 +455,22 @@ def test_transposed_product_without_determinism(rng, backend):
             assert_close(A @ y, S, y, np.float64)
 
 
-def test_twins_follow_the_kernel_arguments(rng):
-    """The twins read exactly the stored arrays, padding and all (no hidden state)."""
+def test_references_follow_the_kernel_arguments(rng):
+    """The references read exactly the stored arrays, padding and all (no hidden state)."""
     S = random_matrix(rng, 50, 40, 0.1, empty_rows=5)
     x = rng.standard_normal(40)
     A = SELL.from_scipy(S, backend="cpu", C=8)
     y = np.full(50, np.nan)
-    twins.sell_spmv(A.slice_ptr, A.indices, A.data, A.perm, A.split_slice, A.split_part, A.split, A.hot_cols, A.C,
-                    x, y, 2.0, 0.0)
+    regular_reference.sell_spmv(A.slice_ptr, A.indices, A.data, A.perm, A.split_slice, A.split_part, A.split,
+                                A.hot_cols, A.C, x, y, 2.0, 0.0)
     np.testing.assert_allclose(y, 2.0 * (S @ x), rtol=1e-13, atol=1e-13)
-    assert reference.segment_sum is twins.segment_sum
+    assert reference.segment_sum is regular_reference.segment_sum
 
 
-# --------------------------------------------------------------------------- the sort by row length
+# --------------------------------------------------------------------------- GPU: kernels vs references
 
 
-def former_sorted_by_length(lengths, window) -> np.ndarray:
-    """The permutation as the first build computed it (an argsort of a unique int64 key): what
-    the counting sort must reproduce exactly."""
-    m = lengths.size
-    if m == 0 or window == 1:
-        return np.arange(m)
-    longest = int(lengths.max())
-    rows = np.arange(m, dtype=np.int64)
-    shortness = longest - lengths.astype(np.int64)
-    return np.argsort(((rows // window) * (longest + 1) + shortness) * window + rows % window)
-
-
-def matrix_of_lengths(lengths, rng) -> sp.csr_array:
-    """A matrix whose row r holds lengths[r] entries (random distinct columns)."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    n = max(int(lengths.max()) if lengths.size else 1, 1)
-    cols = [np.sort(rng.choice(n, size=k, replace=False)) for k in lengths]
-    indptr = np.zeros(lengths.size + 1, dtype=np.int64)
-    np.cumsum(lengths, out=indptr[1:])
-    cols = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
-    return sp.csr_array((rng.standard_normal(cols.size), cols, indptr), shape=(lengths.size, n))
-
-
-# Windows around the block size (the in-block sort up to 256 rows, radix passes above).
-SORT_WINDOWS = (1, 2, 3, 20, 32, 255, 256, 257, 300, 1000, 4096)
-
-
-def sort_cases(rng) -> dict[str, sp.csr_array]:
-    few_long = np.concatenate([rng.integers(0, 3, size=1500), [70_000]])  # 17-bit key: three passes
-    rng.shuffle(few_long)
-    return {
-        "empty rows": random_matrix(rng, 1300, 200, 0.03, empty_rows=600),
-        "all rows equal": equal_rows_matrix(rng, 777, 50, 6),
-        "no nonzeros": sp.csr_array((900, 4)),
-        "one very long row": long_row_matrix(rng, m=700, n=5000, long=5000),
-        "lengths past 256": matrix_of_lengths(rng.integers(0, 600, size=1100), rng),
-        "lengths past 65536": matrix_of_lengths(few_long, rng),
-        "one row": sp.csr_array(np.ones((1, 5))),
-        "no rows": sp.csr_array((0, 5)),
-        "lower triangular": datasets.generate("lower_triangular", "small"),
-        "rmat": datasets.generate("rmat", "small"),
-        "powerlaw": datasets.generate("powerlaw", "small"),
-    }
-
-
-def assert_sort_equals_the_former(S, backend, windows=SORT_WINDOWS, index_dtype=None) -> None:
-    A = CSR.from_scipy(S, backend=backend, index_dtype=index_dtype)
-    lengths = np.diff(sp.csr_array(S).indptr)
-    m = S.shape[0]
-    for window in (*windows, max(m, 1), m + 5):
-        perm = sorted_by_length(A, window)
-        assert perm.dtype == A.index_dtype and perm.shape == (m,)
-        np.testing.assert_array_equal(to_numpy(perm), former_sorted_by_length(lengths, window),
-                                      err_msg=f"window {window}")
-
-
-SORT_CASES = ["empty rows", "all rows equal", "no nonzeros", "one very long row", "lengths past 256", "lengths past 65536",
-              "one row", "no rows", "lower triangular", "rmat", "powerlaw"]
-
-
-@pytest.mark.parametrize("case", SORT_CASES)
-def test_sorted_by_length_equals_the_former_sort(case, rng, backend):
-    assert_sort_equals_the_former(sort_cases(rng)[case], backend)
-
-
-def test_sorted_by_length_int64_indices_and_known_longest(rng, backend):
-    S = matrix_of_lengths(rng.integers(0, 300, size=900), rng)
-    assert_sort_equals_the_former(S, backend, windows=(7, 256, 600), index_dtype=np.int64)
-    A = CSR.from_scipy(S, backend=backend)
-    longest = int(np.diff(S.indptr).max())
-    np.testing.assert_array_equal(to_numpy(sorted_by_length(A, 900, longest)),
-                                  former_sorted_by_length(np.diff(S.indptr), 900))
-
-
-@requires_matrices
-@pytest.mark.parametrize("name", REAL_MATRICES)
-def test_sorted_by_length_on_real_matrices(name, backend):
-    assert_sort_equals_the_former(real(name), backend, windows=(32, 256, 1000))
-
-
-@settings(max_examples=60, deadline=None)
-@given(lengths=st.lists(st.integers(0, 40) | st.integers(0, 3000), max_size=1200),
-       window=st.integers(1, 1500), seed=st.integers(0, 2**32 - 1))
-def test_sorted_by_length_property(lengths, window, seed):
-    S = matrix_of_lengths(lengths, np.random.default_rng(seed))
-    perm = sorted_by_length(CSR.from_scipy(S, backend="cpu"), window)
-    np.testing.assert_array_equal(perm, former_sorted_by_length(np.asarray(lengths, dtype=np.int64), window))
-
-
-def test_sort_stages_follow_the_kernel_layout(rng):
-    """The radix twin's counts are laid out window-major, digit-major, tile-minor, so one
-    exclusive scan gives each (window, digit, tile) its first rank."""
-    S = matrix_of_lengths(rng.integers(0, 5, size=700), rng)
-    indptr = S.indptr.astype(np.int32)
-    window, tiles = 600, -(-600 // RANK_BLOCK)
-    counts = np.full(2 * 8 * tiles, -1, dtype=np.int32)
-    twins.radix_pass(indptr, np.empty(0, np.int32), 1, 700, window, tiles, 4, 0, 8, counts, None, False)
-    lengths = np.diff(indptr)
-    for w, tile, digit in [(0, 0, 0), (0, 2, 4), (1, 0, 1)]:
-        rows = np.arange(w * window + tile * RANK_BLOCK, min(w * window + min((tile + 1) * RANK_BLOCK, window), 700))
-        assert counts[(w * 8 + digit) * tiles + tile] == np.count_nonzero(4 - lengths[rows] == digit)
-    assert counts.sum() == 700
-
-
-# --------------------------------------------------------------------------- GPU: kernels vs twins
-
-
-def _gpu_vs_twin(S, fmt, params, rng, dtype=None, index_dtype=None):
+def _gpu_vs_reference(S, fmt, params, rng, dtype=None, index_dtype=None):
     import cupy
 
     if dtype is None:  # the matrix's own kind: complex matrices stay complex
@@ -588,7 +478,7 @@ def _gpu_vs_twin(S, fmt, params, rng, dtype=None, index_dtype=None):
     A = sparsegpu.from_scipy(S, format=fmt, backend="gpu", dtype=dtype, index_dtype=index_dtype, **params)
     T = sparsegpu.from_scipy(S, format=fmt, backend="cpu", dtype=dtype, index_dtype=index_dtype, **params)
     assert all(isinstance(a, cupy.ndarray) for a in A._arrays().values())
-    for name, array in A._arrays().items():  # built on the device, same layout as the twin's
+    for name, array in A._arrays().items():  # built on the device, same layout as the reference's
         np.testing.assert_array_equal(to_numpy(array), T._arrays()[name], err_msg=name)
     m, n = S.shape
     x = random_vector(rng, n, A.dtype, np)
@@ -596,11 +486,11 @@ def _gpu_vs_twin(S, fmt, params, rng, dtype=None, index_dtype=None):
     for alpha, beta in [(1.0, 0.0), (-0.5, 2.0)]:
         got = poisoned(m, A.dtype, cupy) if beta == 0 else cupy.asarray(y0)
         A.spmv(cupy.asarray(x), got, alpha=alpha, beta=beta)
-        twin = np.full(m, np.nan, A.dtype) if beta == 0 else y0.copy()
-        T.reference_spmv(x, twin, alpha=alpha, beta=beta)
+        expected = np.full(m, np.nan, A.dtype) if beta == 0 else y0.copy()
+        T.reference_spmv(x, expected, alpha=alpha, beta=beta)
         assert_close(got, S, x, A.dtype, alpha=alpha, beta=beta, y0=y0)
         _, bound = exact_product(S, x, alpha, beta, y0)
-        assert np.all(np.abs(to_numpy(got) - twin) <= 2 * bound), "kernel and twin differ"
+        assert np.all(np.abs(to_numpy(got) - expected) <= 2 * bound), "kernel and reference differ"
         again = poisoned(m, A.dtype, cupy) if beta == 0 else cupy.asarray(y0)
         A.spmv(cupy.asarray(x), again, alpha=alpha, beta=beta)
         np.testing.assert_array_equal(to_numpy(again), to_numpy(got))  # bitwise reproducible
@@ -616,7 +506,7 @@ def _gpu_vs_twin(S, fmt, params, rng, dtype=None, index_dtype=None):
 @pytest.mark.parametrize("name", REAL_MATRICES)
 @pytest.mark.parametrize(("fmt", "params"), [("hyb", {}), ("jds", {}), ("sell", {}), ("sell", {"C": 8, "sigma": 64})])
 def test_gpu_real_matrices(name, fmt, params, rng):
-    _gpu_vs_twin(real(name), fmt, params, rng)
+    _gpu_vs_reference(real(name), fmt, params, rng)
 
 
 @pytest.mark.gpu
@@ -625,7 +515,7 @@ def test_gpu_real_matrices(name, fmt, params, rng):
 def test_gpu_real_matrices_ell(name, rng):
     S = real(name)
     if int(np.diff(S.indptr).max()) * S.shape[0] <= 3_000_000:
-        _gpu_vs_twin(S, "ell", {"max_fill": None}, rng)
+        _gpu_vs_reference(S, "ell", {"max_fill": None}, rng)
 
 
 @pytest.mark.gpu
@@ -633,7 +523,7 @@ def test_gpu_real_matrices_ell(name, rng):
 @pytest.mark.parametrize(("fmt", "params"), VARIANTS, ids=VARIANT_IDS)
 def test_gpu_edge_cases(case, fmt, params, rng):
     S = long_row_matrix(rng) if case == "long row" else edge_cases(rng)[case]
-    _gpu_vs_twin(S, fmt, params, rng)
+    _gpu_vs_reference(S, fmt, params, rng)
 
 
 @pytest.mark.gpu
@@ -642,14 +532,14 @@ def test_gpu_edge_cases(case, fmt, params, rng):
 @pytest.mark.parametrize("fmt", REGULAR)
 def test_gpu_types(fmt, dtype, index_dtype, rng):
     S = random_matrix(rng, 3000, 2500, 0.004, dtype=dtype, empty_rows=100)
-    _gpu_vs_twin(S, fmt, {"max_fill": None} if fmt == "ell" else {}, rng, dtype, index_dtype)
+    _gpu_vs_reference(S, fmt, {"max_fill": None} if fmt == "ell" else {}, rng, dtype, index_dtype)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("C", SELL_CHUNKS)
 def test_gpu_sell_every_slice_height(C, rng):
     S = random_matrix(rng, 1000, 900, 0.01, empty_rows=50)
-    _gpu_vs_twin(S, "sell", {"C": C, "sigma": 4 * C}, rng)
+    _gpu_vs_reference(S, "sell", {"C": C, "sigma": 4 * C}, rng)
 
 
 @pytest.mark.gpu
@@ -658,7 +548,7 @@ def test_gpu_hyb_overflow_and_atomics(rng):
     import cupy
 
     S = sp.csr_array(sp.vstack([long_row_matrix(rng, m=40, n=300_000, long=300_000), random_matrix(rng, 500, 300_000, 1e-4)]))
-    _gpu_vs_twin(S, "hyb", {}, rng)
+    _gpu_vs_reference(S, "hyb", {}, rng)
     A = HYB.from_scipy(S, backend="gpu")
     x = random_vector(rng, S.shape[1], np.float64, cupy)
     with sparsegpu.options(deterministic=False):
@@ -668,56 +558,10 @@ def test_gpu_hyb_overflow_and_atomics(rng):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
-def test_gpu_sort_kernels_vs_twins(index_dtype, rng):
-    """The device sort (in-block and radix passes) against the twins and the former argsort; a
-    permutation in the right dtype, every entry written."""
-    for name, S in sort_cases(rng).items():
-        lengths = np.diff(S.indptr)
-        A = CSR.from_scipy(S, backend="gpu", index_dtype=index_dtype)
-        T = CSR.from_scipy(S, backend="cpu", index_dtype=index_dtype)
-        for window in (*SORT_WINDOWS, max(S.shape[0], 1)):
-            got = to_numpy(sorted_by_length(A, window))
-            np.testing.assert_array_equal(got, to_numpy(sorted_by_length(T, window)), err_msg=f"{name}, {window}")
-            np.testing.assert_array_equal(got, former_sorted_by_length(lengths, window), err_msg=f"{name}, {window}")
-            assert got.dtype == np.dtype(index_dtype)
-
-
-@pytest.mark.gpu
-def test_gpu_construction_kernels_write_every_entry(rng):
-    """jds_diagonal_lengths and sell_slice_widths fill outputs poisoned with -7 exactly as their
-    twins do."""
-    import cupy
-
-    from sparsegpu.formats.sell import SELL_BLOCK, SELL_KERNELS
-
-    for S in (long_row_matrix(rng, m=900, n=3000, long=3000), random_matrix(rng, 1000, 300, 0.02, empty_rows=200)):
-        A = CSR.from_scipy(S, backend="gpu")
-        m, lengths = S.shape[0], np.diff(S.indptr)
-        perm = sorted_by_length(A, m)
-        longest = int(lengths.max())
-        got = cupy.full(longest + 1, -7, dtype=np.int64)
-        jds_module._launch(A, "jds_diagonal_lengths<{I}>", m, A.indptr, perm, np.int64(m), got)
-        expected = np.full(longest + 1, -7, dtype=np.int64)
-        twins.jds_diagonal_lengths(S.indptr, perm.get(), m, expected)
-        np.testing.assert_array_equal(got.get(), expected)
-        for C, sigma in [(32, 256), (8, 20), (4, 1), (256, 1000)]:
-            perm = sorted_by_length(A, sigma)
-            n_slices = -(-m // C)
-            widths = cupy.full(n_slices + 1, -7, dtype=np.int64)
-            SELL_KERNELS.function("sell_slice_widths<{I}>", A.dtype, A.index_dtype)(
-                (-(-(n_slices + 1) // SELL_BLOCK),), (SELL_BLOCK,),
-                (A.indptr, perm, np.int64(m), np.int64(C), np.int64(sigma), np.int64(n_slices), widths))
-            expected = np.full(n_slices + 1, -7, dtype=np.int64)
-            twins.sell_slice_widths(S.indptr, perm.get(), m, C, sigma, n_slices, expected)
-            np.testing.assert_array_equal(widths.get(), expected, err_msg=f"C={C}, sigma={sigma}")
-
-
-@pytest.mark.gpu
 @pytest.mark.parametrize("hints", [True, False])
 def test_gpu_jds_cache_hint_variants(hints, rng, monkeypatch):
     """Both builds of the JDS product (evict-first loads and an evict-last y store, or plain)."""
     monkeypatch.setattr(jds_module, "JDS_CACHE_HINTS", hints)
     for dtype in (np.float32, np.float64, np.complex64, np.complex128):
-        _gpu_vs_twin(datasets.generate("lower_triangular", "small"), "jds", {}, rng, dtype)
-    _gpu_vs_twin(long_row_matrix(rng), "jds", {}, rng)
+        _gpu_vs_reference(datasets.generate("lower_triangular", "small"), "jds", {}, rng, dtype)
+    _gpu_vs_reference(long_row_matrix(rng), "jds", {}, rng)

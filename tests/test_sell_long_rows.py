@@ -1,6 +1,6 @@
 """SELL-C-sigma with long rows: slices split into parts, the sort window rule, hot columns of x
-staged in shared memory, and the kernel mode the layout picks (direct or units) (CPU twins
-against scipy; CUDA kernels against their twins and scipy, marked gpu)."""
+staged in shared memory, and the kernel mode the layout picks (direct or units) (CPU references
+against scipy; CUDA kernels against their references and scipy, marked gpu)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ from sparsegpu.formats.sell import (
     choose_split,
     staged_columns,
 )
-from sparsegpu.reference import regular as twins
+from sparsegpu.reference import regular as regular_reference
 from tests.conftest import poisoned, to_numpy
 from tests.test_formats_regular import (
-    _gpu_vs_twin,
+    _gpu_vs_reference,
     assert_close,
     assert_same_matrix,
     check_products,
@@ -105,13 +105,13 @@ def test_regular_matrices_are_not_split_and_keep_the_default_window(backend):
 
 
 def counting_construction(monkeypatch) -> dict[str, int]:
-    """Count the CPU launches of the SELL construction kernels (their twins)."""
+    """Count the CPU launches of the SELL construction kernels (their NumPy references)."""
     calls: dict[str, int] = {}
-    for expression, twin in sell_module._CONSTRUCTION_TWINS.items():
-        def counted(*arguments, _twin=twin, _name=expression.split("<")[0]):
+    for expression, reference_kernel in sell_module._CONSTRUCTION_REFERENCES.items():
+        def counted(*arguments, _reference=reference_kernel, _name=expression.split("<")[0]):
             calls[_name] = calls.get(_name, 0) + 1
-            return _twin(*arguments)
-        monkeypatch.setitem(sell_module._CONSTRUCTION_TWINS, expression, counted)
+            return _reference(*arguments)
+        monkeypatch.setitem(sell_module._CONSTRUCTION_REFERENCES, expression, counted)
     return calls
 
 
@@ -130,8 +130,8 @@ def test_regular_matrices_take_the_direct_mode_and_the_shared_slot_copy(rng, mon
         csr = CSR.from_scipy(S, backend="cpu")
         indices, data = np.empty_like(A.indices), np.empty_like(A.data)
         n_slices = A.slice_ptr.size - 1
-        twins.csr_to_slots(csr.indptr, csr.indices, csr.data, A.perm, A.slice_ptr, A.C, 0, S.shape[0],
-                           n_slices * A.C, twins.LAYOUT_SELL, indices, data)
+        regular_reference.csr_to_slots(csr.indptr, csr.indices, csr.data, A.perm, A.slice_ptr, A.C, 0,
+                                       S.shape[0], n_slices * A.C, regular_reference.LAYOUT_SELL, indices, data)
         np.testing.assert_array_equal(A.indices, indices, err_msg=name)
         np.testing.assert_array_equal(A.data, data, err_msg=name)
         assert_same_matrix(A, S)
@@ -153,16 +153,16 @@ def test_long_rows_or_hot_columns_take_the_units_mode(case, params, rng, monkeyp
     check_products(A, S, rng, "cpu")
 
 
-def test_twin_needs_every_part(rng):
+def test_reference_needs_every_part(rng):
     S = hub_matrix(rng, m=100, n=700, hubs=(3,))
     A = SELL.from_scipy(S, backend="cpu", split=8)
     x = rng.standard_normal(700)
     y = np.empty(100)
     arrays = (A.slice_ptr, A.indices, A.data, A.perm)
-    twins.sell_spmv(*arrays, A.split_slice, A.split_part, A.split, A.hot_cols, A.C, x, y)
+    regular_reference.sell_spmv(*arrays, A.split_slice, A.split_part, A.split, A.hot_cols, A.C, x, y)
     np.testing.assert_allclose(y, S @ x, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="does not cover"):
-        twins.sell_spmv(*arrays, A.split_slice[:-1], A.split_part[:-1], A.split, A.hot_cols, A.C, x, y)
+        regular_reference.sell_spmv(*arrays, A.split_slice[:-1], A.split_part[:-1], A.split, A.hot_cols, A.C, x, y)
 
 
 def test_slot_fill_equals_the_shared_layout_copy(rng):
@@ -173,8 +173,8 @@ def test_slot_fill_equals_the_shared_layout_copy(rng):
     indices = np.empty_like(A.indices)
     data = np.empty_like(A.data)
     n_slices = A.slice_ptr.size - 1
-    twins.csr_to_slots(csr.indptr, csr.indices, csr.data, A.perm, A.slice_ptr, A.C, 0, S.shape[0], n_slices * A.C,
-                       twins.LAYOUT_SELL, indices, data)
+    regular_reference.csr_to_slots(csr.indptr, csr.indices, csr.data, A.perm, A.slice_ptr, A.C, 0, S.shape[0],
+                                   n_slices * A.C, regular_reference.LAYOUT_SELL, indices, data)
     np.testing.assert_array_equal(A.indices, indices)
     np.testing.assert_array_equal(A.data, data)
 
@@ -368,7 +368,7 @@ def test_parameter_errors():
         SELL.from_scipy(S, split="auto", backend="cpu")
 
 
-# --------------------------------------------------------------------------- GPU: kernels vs twins
+# --------------------------------------------------------------------------- GPU: kernels vs references
 
 
 GPU_CASES = {
@@ -384,28 +384,28 @@ GPU_CASES = {
                                     {"C": 16, "sigma": 100, "split": 17}], ids=["default", "split3-hot5", "whole", "C16"])
 @pytest.mark.parametrize("case", list(GPU_CASES))
 def test_gpu_long_rows(case, params, rng):
-    _gpu_vs_twin(GPU_CASES[case](rng), "sell", params, rng)
+    _gpu_vs_reference(GPU_CASES[case](rng), "sell", params, rng)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 def test_gpu_types_with_parts_and_staged_columns(dtype, index_dtype, rng):
-    _gpu_vs_twin(hub_matrix(rng, m=2000, n=2500, hubs=(0, 7, 1999), hub_length=2400), "sell",
+    _gpu_vs_reference(hub_matrix(rng, m=2000, n=2500, hubs=(0, 7, 1999), hub_length=2400), "sell",
                  {"split": 5, "hot": 9}, rng, dtype, index_dtype)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("C", sell_module.SELL_CHUNKS)
 def test_gpu_every_slice_height_with_parts(C, rng):
-    _gpu_vs_twin(hub_matrix(rng, m=1000, n=1200, hubs=(1, 600), hub_length=1100), "sell",
+    _gpu_vs_reference(hub_matrix(rng, m=1000, n=1200, hubs=(1, 600), hub_length=1100), "sell",
                  {"C": C, "sigma": 4 * C, "split": 6, "hot": 4}, rng)
 
 
 @pytest.mark.gpu
 def test_gpu_rows_of_many_parts(rng):
     """Rows of 63 to 1000 parts, one slice per row (C = 1, no sort, split = 1, so a row's length
-    is its part count), against the twin and SciPy, bitwise the same run to run, tickets left at
+    is its part count), against the reference and SciPy, bitwise the same run to run, tickets left at
     zero."""
     import cupy
 
@@ -416,7 +416,7 @@ def test_gpu_rows_of_many_parts(rng):
         S[row, rng.choice(1200, size=length, replace=False)] = rng.standard_normal(length)
     S = sp.csr_array(S)
     params = {"C": 1, "sigma": 1, "split": 1, "hot": 0}
-    _gpu_vs_twin(S, "sell", params, rng)
+    _gpu_vs_reference(S, "sell", params, rng)
     A = SELL.from_scipy(S, backend="gpu", **params)
     x = cupy.asarray(rng.standard_normal(1200))
     first = A @ x
@@ -459,14 +459,14 @@ MODE_CASES = {
 @pytest.mark.parametrize("case", list(MODE_CASES))
 def test_gpu_both_modes_on_layouts_without_parts(case, force_units, rng, monkeypatch):
     """A layout without parts or hot columns runs SELL_DIRECT; forced through the unit loop (the
-    persistent wave) it must give the same product: each against the twin and scipy, outputs
-    poisoned, bitwise reproducible (_gpu_vs_twin)."""
+    persistent wave) it must give the same product: each against the reference and scipy, outputs
+    poisoned, bitwise reproducible (_gpu_vs_reference)."""
     monkeypatch.setattr(sell_module, "SELL_FORCE_UNITS", force_units)
     params = {"split": 0, "hot": 0} if case == "one very long row" else {}
     S = MODE_CASES[case](rng)
     assert SELL.from_scipy(S, backend="cpu", **params).mode == "direct"
-    _gpu_vs_twin(S, "sell", params, rng)
-    _gpu_vs_twin(S, "sell", {**params, "C": 8, "sigma": 64}, rng, np.complex64, np.int64)
+    _gpu_vs_reference(S, "sell", params, rng)
+    _gpu_vs_reference(S, "sell", {**params, "C": 8, "sigma": 64}, rng, np.complex64, np.int64)
 
 
 @pytest.mark.gpu
@@ -489,11 +489,11 @@ def test_gpu_modes_agree_bitwise(dtype, rng, monkeypatch):
     assert_close(direct, S, x.get(), A.dtype)
     hubs = hub_matrix(rng).astype(dtype) * (dtype(1 - 2j) if np.dtype(dtype).kind == "c" else 1)
     assert SELL.from_scipy(hubs, backend="cpu", split=4).mode == "units"
-    _gpu_vs_twin(hubs, "sell", {"split": 4}, rng, dtype)
+    _gpu_vs_reference(hubs, "sell", {"split": 4}, rng, dtype)
 
 
 @pytest.mark.gpu
-def test_gpu_stage_hot_against_its_twin(rng):
+def test_gpu_stage_hot_against_its_reference(rng):
     import cupy
 
     from sparsegpu.reference.regular import sell_stage_hot
@@ -514,7 +514,7 @@ def test_gpu_stage_hot_against_its_twin(rng):
 @pytest.mark.gpu
 def test_gpu_hot_columns_staged_first_or_by_each_block_agree_bitwise(rng, monkeypatch):
     """Hot columns staged from sell_stage_hot's contiguous copy or gathered by each block from x:
-    the same values in shared memory, so the same bits; and the twin's product."""
+    the same values in shared memory, so the same bits; and the reference's product."""
     import cupy
 
     S = hot_matrix(rng)
@@ -531,7 +531,7 @@ def test_gpu_hot_columns_staged_first_or_by_each_block_agree_bitwise(rng, monkey
         products.append(y.get())
     np.testing.assert_array_equal(products[0], products[1])
     monkeypatch.setattr(sell_module, "HOT_STAGE_FIRST", 1)
-    _gpu_vs_twin(S, "sell", {"hot": 4}, rng)
+    _gpu_vs_reference(S, "sell", {"hot": 4}, rng)
 
 
 @pytest.mark.gpu
@@ -540,13 +540,13 @@ def test_gpu_hot_columns_past_the_default_shared_memory(rng):
     S = sp.csr_array(sp.random_array((300, 9000), density=0.5, rng=rng))
     A = SELL.from_scipy(S, backend="gpu", hot=9000)
     assert A.hot == 9000  # every column
-    _gpu_vs_twin(S, "sell", {"hot": 9000}, rng)
+    _gpu_vs_reference(S, "sell", {"hot": 9000}, rng)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 def test_gpu_part_counts_and_hot_selection_write_every_entry(index_dtype, rng):
-    """sell_part_counts and sell_select_hot fill outputs poisoned with -7 exactly as their twins."""
+    """sell_part_counts and sell_select_hot fill outputs poisoned with -7 exactly as their regular_reference."""
     import cupy
 
     from sparsegpu.formats.sell import SELL_BLOCK, SELL_KERNELS
@@ -562,7 +562,7 @@ def test_gpu_part_counts_and_hot_selection_write_every_entry(index_dtype, rng):
         launch("sell_part_counts<{I}>", n_slices + 1, cupy.asarray(slice_ptr), np.int64(n_slices), np.int64(C),
                np.int64(split), got)
         expected = np.full(n_slices + 1, -7, dtype=index_dtype)
-        twins.sell_part_counts(slice_ptr, n_slices, C, split, expected)
+        regular_reference.sell_part_counts(slice_ptr, n_slices, C, split, expected)
         np.testing.assert_array_equal(got.get(), expected, err_msg=f"split={split}")
     n = 5000
     counts = rng.integers(0, 40, n).astype(np.int64)
@@ -572,6 +572,6 @@ def test_gpu_part_counts_and_hot_selection_write_every_entry(index_dtype, rng):
         got = [cupy.asarray(a) for a in outputs]
         launch("sell_select_hot<{I}>", n, cupy.asarray(counts), cupy.asarray(first), np.int64(n), np.int64(threshold),
                np.int64(n_hot), *got)
-        twins.sell_select_hot(counts, first, n, threshold, n_hot, *outputs)
+        regular_reference.sell_select_hot(counts, first, n, threshold, n_hot, *outputs)
         for a, b in zip(got, outputs):
             np.testing.assert_array_equal(a.get(), b, err_msg=f"threshold={threshold}, n_hot={n_hot}")

@@ -4,8 +4,9 @@ A format subclass supplies: ``_arrays()`` (its stored arrays by name), ``nnz``,
 ``_from_csr(csr, **params)`` (build from a CSR on the same backend), ``to_csr()``,
 ``_map_values(fn)`` (same structure, new values) and ``_spmv(x, y, alpha, beta, transpose)``
 (compute into an allocated ``y`` on the matrix's backend); optionally ``_spmv_dot`` (the
-product with a dot product in its epilogue; the default runs ``_spmv`` then a dot pass). Everything user-facing (checks,
-host/device movement of x and y, ``@``, ``T``, conversions) lives here once.
+product with a dot product in its epilogue; the default runs ``_spmv`` then a dot pass).
+Everything user-facing (checks, host/device movement of x and y, ``@``, ``T``, conversions)
+lives here once.
 """
 
 from __future__ import annotations
@@ -24,65 +25,14 @@ from sparsegpu._backend import (  # noqa: F401
     to_backend,
     to_host,
 )
+from sparsegpu.formats._scipy import (  # noqa: F401  (re-exported for the layers above)
+    as_scipy_sparse,
+    canonical_scipy,
+    compressed_bytes,
+    host_copy,
+    scipy_product,
+)
 from sparsegpu.primitives import vector_dot
-from sparsegpu.reference.spmv import _combine as combine
-
-
-def as_scipy_sparse(S: Any) -> sp.sparray | sp.spmatrix:
-    """``S`` if it is a 2-D scipy sparse matrix or array; otherwise a TypeError naming it. Its
-    stored arrays are not checked here (:func:`sparsegpu._validate.check_scipy` does that)."""
-    if not sp.issparse(S):
-        raise TypeError(
-            f"expected a scipy.sparse matrix or array, got {type(S).__module__}.{type(S).__name__}"
-        )
-    if S.ndim != 2:
-        raise ValueError(f"expected a 2-D sparse matrix, got {S.ndim}-D")
-    return S
-
-
-def compressed_bytes(n_major: int, nnz: int, value_dtype: Any, index_dtype: Any) -> int:
-    """Bytes of a CSR or CSC with ``n_major`` rows (columns) and ``nnz`` stored entries."""
-    index_bytes = np.dtype(index_dtype).itemsize
-    return (n_major + 1) * index_bytes + nnz * (np.dtype(value_dtype).itemsize + index_bytes)
-
-
-def canonical_scipy(S: Any, layout: str, dtype: Any = None, index_dtype: Any = None,
-                    casting: str = "same_kind") -> sp.sparray:
-    """``S`` as a scipy ``csr_array`` or ``csc_array`` in canonical form: duplicates summed,
-    indices sorted, values and indices in the dtypes sparsegpu stores, in arrays of its own.
-
-    ``S``'s arrays are checked first (:func:`as_scipy_sparse`), so no SciPy routine sees a
-    corrupted matrix, and the result's size is checked against the host's memory. Explicit zeros
-    are kept (they are stored entries and count in ``nnz``); call ``S.eliminate_zeros()`` first
-    to drop them. The caller's matrix is never modified and never shared."""
-    S = _validate.check_scipy(S)
-    value_dt = _validate.stored_dtype(S.dtype, dtype, casting)
-    index_dt = _validate.index_dtype(S.shape, S.nnz, index_dtype)
-    n_major = S.shape[0] if layout == "csr" else S.shape[1]
-    _validate.ensure_fits(compressed_bytes(n_major, S.nnz, value_dt, np.int64), f"a {S.shape} {layout.upper()}", "cpu")
-    compressed = (sp.csr_array if layout == "csr" else sp.csc_array)(S)
-    # SciPy caches canonical-format flags, which go stale when arrays change after construction.
-    compressed.has_canonical_format = _validate.is_canonical(compressed.indptr, compressed.indices)
-    if not compressed.has_canonical_format:
-        # The conversion may share the caller's arrays, and sum_duplicates works in place.
-        compressed = compressed.copy()
-        compressed.sum_duplicates()
-    originals = [a for a in (getattr(S, name, None) for name in ("data", "indices", "indptr", "row", "col"))
-                 if isinstance(a, np.ndarray)]
-    compressed.data = _owned(_validate.cast_values(compressed.data, value_dt), originals)
-    compressed.indices = _owned(compressed.indices.astype(index_dt, copy=False), originals)
-    compressed.indptr = _owned(compressed.indptr.astype(index_dt, copy=False), originals)
-    return compressed
-
-
-def host_copy(a: Any) -> np.ndarray:
-    """A NumPy array of ``a``'s contents that shares nothing with it."""
-    return a.get() if is_device_array(a) else np.array(a, copy=True)
-
-
-def _owned(a: np.ndarray, originals: list[np.ndarray]) -> np.ndarray:
-    """``a``, copied when it shares memory with any of the caller's ``originals``."""
-    return a.copy() if any(np.may_share_memory(a, o) for o in originals) else a
 
 
 def format_key(format: Any) -> str:
@@ -96,7 +46,20 @@ def format_key(format: Any) -> str:
 
 
 class SparseMatrix:
-    """Base of every sparsegpu matrix format (see the module docstring for the contract)."""
+    """Base of every sparsegpu matrix format: what users call on any of them.
+
+    ``A @ x`` is ``A.spmv(x)``; ``A.T @ x`` the transposed product (:attr:`T`). NumPy ``x``
+    gives NumPy results, CuPy ``x`` CuPy results; a GPU matrix uploads a NumPy ``x`` and
+    downloads the result. Subclasses (CSR, CSC, COO, ELL, HYB, JDS, SELL) follow the contract in
+    the module docstring.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp, sparsegpu
+    >>> A = sparsegpu.from_scipy(sp.eye(3, format="csr") * 2.0, backend="cpu")
+    >>> isinstance(A, sparsegpu.SparseMatrix), (A @ np.ones(3)).tolist()
+    (True, [2.0, 2.0, 2.0])
+    """
 
     format: ClassVar[str] = ""
     formats: ClassVar[dict[str, type[SparseMatrix]]] = {}
@@ -144,12 +107,13 @@ class SparseMatrix:
 
     @property
     def nnz(self) -> int:
-        """Stored entries (explicit zeros included; padding excluded)."""
+        """Stored entries: explicit zeros included, padding excluded (``int``)."""
         raise NotImplementedError
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the format's stored arrays (caches such as a transposed copy excluded)."""
+        """Bytes of the format's stored arrays, padding included and caches (such as a
+        transposed copy) excluded (``int``)."""
         return sum(int(a.nbytes) for a in self._arrays().values())
 
     @property
@@ -219,20 +183,86 @@ class SparseMatrix:
         raise NotImplementedError
 
     def to_scipy(self) -> sp.sparray:
-        """A scipy sparse array with the same entries (copied to the host)."""
+        """The same entries as a scipy sparse array, copied to the host.
+
+        Returns
+        -------
+        scipy.sparse.sparray
+            CSR (CSC for a CSC matrix, COO for a COO matrix), sharing no memory with ``self``.
+
+        Examples
+        --------
+        >>> import scipy.sparse as sp, sparsegpu
+        >>> S = sp.random(5, 4, density=0.5, random_state=0, format="csr")
+        >>> (sparsegpu.from_scipy(S, format="sell", backend="cpu").to_scipy() != S).nnz
+        0
+        """
         return self.to_csr().to_scipy()
 
     def asformat(self, format: str, **params: Any) -> SparseMatrix:
-        """This matrix in another sparsegpu format (``"coo"``, ``"csr"``, ``"csc"``, ...),
-        converted on the matrix's backend."""
+        """This matrix in another sparsegpu format, converted on the matrix's backend.
+
+        Parameters
+        ----------
+        format : str
+            ``"csr"``, ``"csc"``, ``"coo"``, ``"ell"``, ``"hyb"``, ``"jds"`` or ``"sell"``
+            (case-insensitive).
+        **params
+            The target format's parameters (for example ``C`` and ``sigma`` for SELL).
+
+        Returns
+        -------
+        SparseMatrix
+            ``self`` when it is already in that format and no parameters are given.
+
+        Raises
+        ------
+        TypeError
+            ``format`` is not a string; an unknown format parameter.
+        ValueError
+            An unknown format; a format parameter the target refuses (for example ELL's
+            ``max_fill``).
+
+        Examples
+        --------
+        >>> import scipy.sparse as sp, sparsegpu
+        >>> A = sparsegpu.from_scipy(sp.eye(3), backend="cpu")
+        >>> A.asformat("ell").format, A.asformat("csr") is A
+        ('ell', True)
+        """
         key = format_key(format)
         if key == self.format and not params:
             return self
         return SparseMatrix.formats[key]._from_csr(self.to_csr(), **params)
 
     def astype(self, dtype: Any, casting: str = "same_kind") -> SparseMatrix:
-        """A copy with values cast to ``dtype`` (float32, float64, complex64 or complex128)
-        under NumPy's ``casting`` rule (complex to real needs ``casting="unsafe"``)."""
+        """A copy with its values cast to ``dtype``.
+
+        Parameters
+        ----------
+        dtype : dtype
+            float32, float64, complex64 or complex128.
+        casting : str, optional
+            NumPy's casting rule (default "same_kind"; complex to real needs "unsafe").
+
+        Returns
+        -------
+        SparseMatrix
+            Same format, structure and backend, new values.
+
+        Raises
+        ------
+        TypeError
+            An unsupported ``dtype``, or a cast the rule forbids.
+        ValueError
+            An unknown ``casting``.
+
+        Examples
+        --------
+        >>> import numpy as np, scipy.sparse as sp, sparsegpu
+        >>> sparsegpu.from_scipy(sp.eye(2), backend="cpu").astype(np.float32).dtype
+        dtype('float32')
+        """
         target = _validate.requested_value_dtype(dtype)
         _validate.check_cast("values", self._dtype, target, casting)
         return self._map_values(lambda values: _validate.cast_values(values, target).copy())
@@ -246,36 +276,94 @@ class SparseMatrix:
     # ------------------------------------------------------------------ products
     @property
     def T(self) -> TransposedOperator:
-        """The transposed operator: ``A.T @ x`` computes A^T x without forming A^T explicitly
-        (in deterministic mode some formats build and cache a transposed copy on first use)."""
+        """The transposed operator (:class:`TransposedOperator`): ``A.T @ x`` computes A^T x
+        without forming A^T as a matrix (in deterministic mode some formats build and cache a
+        transposed copy on first use)."""
         return TransposedOperator(self)
 
     def spmv(self, x: Any, y: Any = None, alpha: Any = 1, beta: Any = 0) -> Any:
         """``alpha * A @ x + beta * y``.
 
-        ``x``: 1-D, length ``shape[1]``, a NumPy or CuPy array (a NumPy ``x`` with a GPU
-        matrix is uploaded and the result comes back as NumPy). ``y``: written in place and
-        returned when given (exact dtype, same array library as ``x``); required when
-        ``beta != 0``; never read when ``beta == 0``.
+        Parameters
+        ----------
+        x : ndarray
+            1-D, length ``shape[1]``, NumPy or CuPy (a NumPy ``x`` with a GPU matrix is uploaded
+            and the result comes back as NumPy).
+        y : ndarray, optional
+            Written in place and returned when given: the matrix's dtype exactly, length
+            ``shape[0]``, the same array library as ``x``, not overlapping ``x``. Required when
+            ``beta != 0``; never read when ``beta == 0``.
+        alpha, beta : scalar, optional
+            Default 1 and 0; complex only for a complex matrix.
+
+        Returns
+        -------
+        ndarray
+            ``y``, or a new array of the matrix's dtype.
+
+        Raises
+        ------
+        ValueError
+            Wrong shapes; ``y`` read-only or overlapping ``x``; ``beta`` nonzero without ``y``.
+        TypeError
+            Arrays of a dtype that does not fit or of different libraries; a CuPy ``x`` with a
+            CPU matrix; a non-numeric ``alpha`` or ``beta``.
+
+        Examples
+        --------
+        >>> import numpy as np, scipy.sparse as sp, sparsegpu
+        >>> A = sparsegpu.from_scipy(sp.eye(3, format="csr"), backend="cpu")
+        >>> y = np.ones(3)
+        >>> A.spmv(np.arange(3.0), y, alpha=2.0, beta=1.0).tolist()
+        [1.0, 3.0, 5.0]
         """
         return self._product(x, y, alpha, beta, transpose=False)
 
     def spmv_dot(self, x: Any, y: Any, dot: Any, w: Any = None, alpha: Any = 1, beta: Any = 0) -> Any:
-        """``y = alpha * A @ x + beta * y`` and ``dot[0] = sum_i w[i] * y[i]`` (``w`` defaults to
-        ``x``: CG's ``p . A p``), the dot product fused into the product's epilogue where the
-        format has one (CSR without split rows, ELL), else a second deterministic pass.
+        """``y = alpha * A @ x + beta * y`` and ``dot[0] = sum_i w[i] * y[i]`` in one call.
 
-        ``x``, ``y``, ``w``: real (float32 or float64) vectors on the matrix's backend (NumPy or
-        CuPy, nothing is moved); ``y`` is written in place, bitwise as :meth:`spmv` writes it,
-        and must not overlap ``x`` or ``w``.
-        ``dot``: a float64 array of shape (1,) on the same backend (a view into a larger array
-        works), written in place with the sum accumulated in float64 and reduced in a fixed
-        order (bitwise reproducible run to run). Returns ``y``.
+        The dot product is fused into the product's epilogue where the format has one (CSR
+        without split rows, ELL), else it is a second deterministic pass.
 
+        Parameters
+        ----------
+        x : ndarray
+            Real (float32 or float64) vector of length ``shape[1]`` on the matrix's backend
+            (NumPy or CuPy; nothing is moved).
+        y : ndarray
+            Length ``shape[0]``, same backend and dtype; written in place, bitwise as
+            :meth:`spmv` writes it. Must not overlap ``x`` or ``w``.
+        dot : ndarray
+            float64 of shape (1,) on the same backend (a view into a larger array works),
+            written in place: the sum accumulated in float64 and reduced in a fixed order
+            (bitwise reproducible run to run).
+        w : ndarray, optional
+            Length ``shape[0]`` (default ``x``, for a square matrix: CG's ``p . A p``).
+        alpha, beta : scalar, optional
+            Default 1 and 0.
+
+        Returns
+        -------
+        ndarray
+            ``y``.
+
+        Raises
+        ------
+        TypeError
+            A complex matrix; ``dot`` not float64 of shape (1,); arrays of different backends
+            or not on the matrix's; a dtype that does not fit.
+        ValueError
+            Wrong lengths; ``w`` omitted for a non-square matrix; ``y`` overlapping ``x`` or
+            ``w``.
+
+        Notes
+        -----
         On the GPU nothing is read back to the host and nothing is allocated after a matrix's
         first call (scratch space is cached on the matrix), so calls can be captured in a CUDA
         graph. One matrix must not run ``spmv_dot`` on two streams at once (shared scratch).
 
+        Examples
+        --------
         >>> import numpy as np, scipy.sparse as sp, sparsegpu
         >>> S = sp.random(30, 30, density=0.2, random_state=2, format="csr")
         >>> A = sparsegpu.from_scipy(S, backend="cpu")
@@ -360,26 +448,40 @@ class SparseMatrix:
         return y
 
     def _host_product(self, x: np.ndarray, y: np.ndarray | None, alpha: Any, beta: Any, transpose: bool) -> np.ndarray:
-        """The CPU backend's product: SciPy's compiled CSR (CSC for ``A.T``) product over a view of
-        this matrix built once and cached, so the CPU backend runs at SciPy's speed whatever the
-        format. The format's NumPy reference runs only when asked (:meth:`reference_spmv`)."""
-        key = "scipy_t" if transpose else "scipy"
-        view = self._cache.get(key)
-        if view is None:
-            csr = self if self.format == "csr" else self._cache.setdefault("host_csr", self.to_csr())
-            plain = sp.csr_array((csr.data, csr.indices, csr.indptr), shape=self._shape, copy=False)
-            view = self._cache[key] = plain.T if transpose else plain
-        product = view @ x
-        if y is None:
-            return product if alpha == 1 else np.multiply(product, alpha, out=product)
-        return combine(y, product, alpha, beta)
+        """The CPU backend's product (:func:`sparsegpu.formats._scipy.scipy_product`)."""
+        return scipy_product(self, x, y, alpha, beta, transpose)
 
     def reference_spmv(self, x: Any, y: Any = None, alpha: Any = 1, beta: Any = 0, transpose: bool = False) -> Any:
-        """``alpha * A @ x + beta * y`` (``A.T`` with ``transpose``) by the format's NumPy
-        reference kernel, over this matrix's arrays (a GPU matrix's layout is rebuilt on the host
-        with the same parameters once, and cached): the oracle the GPU kernels are tested
-        against. NumPy in, NumPy out.
+        """``alpha * A @ x + beta * y`` by the format's NumPy reference kernel.
 
+        The reference runs over this matrix's own layout (a GPU matrix's layout is rebuilt on
+        the host with the same parameters once, and cached): the oracle the GPU kernels are
+        tested against. Products on the CPU backend use SciPy's compiled kernels instead.
+
+        Parameters
+        ----------
+        x : ndarray
+            1-D, length ``shape[1]`` (``shape[0]`` with ``transpose``); a CuPy ``x`` is
+            downloaded.
+        y : numpy.ndarray, optional
+            Written in place and returned when given; required when ``beta != 0``.
+        alpha, beta : scalar, optional
+            Default 1 and 0.
+        transpose : bool, optional
+            Compute with ``A.T`` instead of ``A``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``y``, or a new array of the matrix's dtype.
+
+        Raises
+        ------
+        ValueError, TypeError
+            As for :meth:`spmv`.
+
+        Examples
+        --------
         >>> import numpy as np, scipy.sparse as sp, sparsegpu
         >>> A = sparsegpu.from_scipy(sp.eye(3), format="ell", backend="cpu")
         >>> A.reference_spmv(np.arange(3.0)).tolist()
@@ -401,7 +503,32 @@ class SparseMatrix:
 
     # ------------------------------------------------------------------ movement
     def asbackend(self, backend: str) -> SparseMatrix:
-        """The same matrix with its arrays on ``backend`` (``"cpu"`` or ``"gpu"``)."""
+        """The same matrix with its arrays on ``backend``.
+
+        Parameters
+        ----------
+        backend : {"cpu", "gpu"}
+            The target backend.
+
+        Returns
+        -------
+        SparseMatrix
+            ``self`` when already there, else the same format and layout parameters.
+
+        Raises
+        ------
+        ValueError
+            ``backend`` is neither "cpu" nor "gpu".
+        BackendError
+            ``"gpu"`` requested where no GPU is usable.
+
+        Examples
+        --------
+        >>> import scipy.sparse as sp, sparsegpu
+        >>> A = sparsegpu.from_scipy(sp.eye(3), backend="cpu")
+        >>> A.asbackend("cpu") is A
+        True
+        """
         target = resolve_backend(backend)
         if target == self._backend:
             return self
@@ -420,6 +547,17 @@ class SparseMatrix:
 class TransposedOperator:
     """``A.T``: the operator x -> A^T x over A's own storage.
 
+    It supports ``@``, :meth:`spmv` (with ``y``, ``alpha`` and ``beta``), ``shape``, ``dtype``,
+    ``nnz``, :meth:`to_scipy`, and ``.T`` (back to ``A``). Products follow the rules of
+    :meth:`SparseMatrix.spmv`.
+
+    Parameters
+    ----------
+    base : SparseMatrix
+        The matrix A.
+
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp, sparsegpu
     >>> A = sparsegpu.from_scipy(sp.random(4, 3, density=0.5, random_state=0), backend="cpu")
     >>> np.allclose(A.T @ np.ones(4), A.to_scipy().T @ np.ones(4))

@@ -8,7 +8,7 @@ atomic adds (kernels/spmv_csc.cu: no extra memory, rounding varies run to run).
 
 ``spmv_dot`` (y = A x with ``sum_i w_i y_i`` in the epilogue) is fused into the row kernel when
 the product gathers along the major axis and no row is split into chunks; otherwise (CSC's
-``A @ x``, split rows, the CPU twin) it is the product followed by a deterministic dot pass.
+``A @ x``, split rows, the CPU backend) it is the product followed by a deterministic dot pass.
 """
 
 from __future__ import annotations
@@ -49,11 +49,11 @@ def threads_per_row(mean_length: float) -> int:
     """Threads given to each row (a power of two, 1 to 32) for rows of ``mean_length`` entries
     on average: the smallest power of two at least a seventh of the mean.
 
-    Calibrated on an H200 with scripts/calibrate_csr.py (fp64, int32; GB/s by threads per row):
-    2-D Poisson (5 per row) best at 1 (3518 vs 3054 at 2); 3-D 27-point best at 4 (3422 vs
-    2873 at 8); R-MAT scale 21 (15.5 per row) best at 4 (1412); uniform random 16 per row
-    flat from 4 to 16 (1173-1200). Fewer threads keep each row's loads in one thread's
-    stream (the L1 merges them); more help only once rows fill a sub-warp several times."""
+    The rule fits the fastest setting measured on an H200 (``python3 scripts/calibrate_csr.py``,
+    fp64, int32 indices): 1 thread for the 2-D Poisson matrix (5 per row), 4 for the 3-D
+    27-point stencil and for R-MAT scale 21 (15.5 per row), 4 to 16 alike for uniform random
+    rows of 16. Fewer threads keep each row's loads in one thread's stream (the L1 merges
+    them); more help only once rows fill a sub-warp several times."""
     target = max(mean_length / 7.0, 1.0)
     return next((t for t in THREADS_PER_ROW if t >= target), THREADS_PER_ROW[-1])
 
@@ -280,8 +280,8 @@ class CompressedMatrix(SparseMatrix):
     def _spmv(self, x: Any, y: Any, alpha: Any, beta: Any, transpose: bool) -> Any:
         along_major = transpose == (self._major_axis == 1)
         if self._backend == "cpu":
-            twin = reference.csr_spmv if along_major else reference.csc_spmv
-            return twin(self.indptr, self.indices, self.data, x, y, alpha, beta)
+            reference_spmv = reference.csr_spmv if along_major else reference.csc_spmv
+            return reference_spmv(self.indptr, self.indices, self.data, x, y, alpha, beta)
         if along_major:
             return gather_spmv(self._plan("plan", self.indptr), self.indptr, self.indices, self.data, x, y, alpha, beta)
         if deterministic():

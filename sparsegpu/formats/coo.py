@@ -1,4 +1,4 @@
-"""COO: coordinate lists sorted by row. ``A @ x`` runs kernels/spmv_coo.cu (twin:
+"""COO: coordinate lists sorted by row. ``A @ x`` runs kernels/spmv_coo.cu (NumPy reference:
 reference.coo_spmv)."""
 
 from __future__ import annotations
@@ -89,11 +89,51 @@ class COO(SparseMatrix):
     ``sparsegpu.options(deterministic=False)`` it uses one atomic add per entry instead (not
     reproducible). ``A.T @ x`` reduces over a column-sorted copy built on first use (or atomics).
 
+    Parameters
+    ----------
+    arg1 : (data, (row, col))
+        The entries, as scipy takes them, in any order. They are sorted by (row, column) and
+        duplicates summed (deterministically) on the arrays' backend, into arrays of the
+        matrix's own; explicit zeros are kept.
+    shape : (int, int)
+        The matrix's shape.
+    dtype : dtype, optional
+        float32, float64, complex64 or complex128 (default: the data's, with integers and
+        booleans stored as float64).
+    index_dtype : {int32, int64}, optional
+        Default: int32 when every index fits.
+    backend : {"gpu", "cpu"}, optional
+        Where NumPy input goes (default: :func:`sparsegpu.backend`); CuPy input stays on the GPU.
+    check : bool, optional
+        Validate lengths and index ranges in one pass (default True); pass False only for
+        arrays known to be valid.
+    casting : str, optional
+        NumPy's casting rule from the data's dtype to ``dtype`` (default "same_kind"; complex
+        to real needs "unsafe").
+
+    Raises
+    ------
+    TypeError
+        ``arg1`` is not ``(data, (row, col))``; an unsupported dtype or cast; ``check`` not a
+        bool.
+    ValueError
+        A bad ``shape``; arrays of different lengths, not 1-D, or with indices out of range.
+
+    See Also
+    --------
+    SparseMatrix.from_scipy : the usual way to build one, ``COO.from_scipy(S)``.
+
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp, sparsegpu
     >>> S = sp.random(30, 20, density=0.2, random_state=3, format="coo")
-    >>> A = sparsegpu.COO.from_scipy(S)
+    >>> A = sparsegpu.COO.from_scipy(S, backend="cpu")
     >>> bool(np.allclose(A @ np.ones(20), S @ np.ones(20)))
     True
+    >>> B = sparsegpu.COO((np.array([1.0, 2.0, 3.0]), (np.array([1, 0, 1]), np.array([0, 1, 0]))), (2, 2),
+    ...                   backend="cpu")
+    >>> B.nnz, B.to_scipy().toarray().tolist()
+    (2, [[0.0, 2.0], [4.0, 0.0]])
     """
 
     format = "coo"

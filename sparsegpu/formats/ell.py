@@ -1,5 +1,5 @@
 """ELL: every row padded to the longest, stored column-major. ``A @ x`` runs
-kernels/spmv_ell.cu (twin: reference.regular.ell_spmv).
+kernels/spmv_ell.cu (NumPy reference: reference.regular.ell_spmv).
 
 Also home of what the regular formats (ELL, HYB, JDS, SELL-C-sigma) share:
 :class:`RegularMatrix` (construction, value mapping, the transposed product), the one-pass
@@ -23,7 +23,7 @@ from sparsegpu._kernels import KernelFile, blocks_for, device_properties
 from sparsegpu.formats._base import SparseMatrix
 from sparsegpu.formats._compressed import NULL_POINTER, dot_scratch
 from sparsegpu.formats.csr import CSR
-from sparsegpu.reference import regular as twins
+from sparsegpu.reference import regular as reference
 from sparsegpu.reference.spmv import dot_into
 
 ELL_BLOCK = 256  # kernels/spmv_ell.cu ELL_BLOCK
@@ -36,7 +36,7 @@ DEFAULT_MAX_FILL = 3.0
 ELL_KERNELS = KernelFile(
     "spmv_ell.cu",
     ["ell_spmv<{V}, {I}>"]
-    + [f"csr_to_slots<{{V}}, {{I}}, {layout}>" for layout in (twins.LAYOUT_ELL, twins.LAYOUT_SELL, twins.LAYOUT_JDS)],
+    + [f"csr_to_slots<{{V}}, {{I}}, {layout}>" for layout in (reference.LAYOUT_ELL, reference.LAYOUT_SELL, reference.LAYOUT_JDS)],
 )
 
 
@@ -60,7 +60,7 @@ def fill_slots(csr: Any, layout: int, n_slots: int, *, width: int = 0, perm: Any
                C: int = 1, n_ranks: int | None = None) -> tuple[Any, Any]:
     """(indices, data) of ``n_slots`` slots holding ``csr``'s entries in ``layout`` (ELL, SELL or
     JDS; see :func:`sparsegpu.reference.regular.csr_to_slots`), padding elsewhere: one pass of
-    kernels/spmv_ell.cu ``csr_to_slots`` on the GPU, its twin on the CPU."""
+    kernels/spmv_ell.cu ``csr_to_slots`` on the GPU, its NumPy reference on the CPU."""
     xp = csr._xp
     m = csr.shape[0]
     n_ranks = m if n_ranks is None else n_ranks
@@ -72,7 +72,7 @@ def fill_slots(csr: Any, layout: int, n_slots: int, *, width: int = 0, perm: Any
     arguments = (csr.indptr, csr.indices, csr.data, perm, offsets)
     scalars = (np.int64(C), np.int64(width), np.int64(m), np.int64(n_ranks))
     if csr.backend == "cpu":
-        twins.csr_to_slots(*arguments, *(int(s) for s in scalars), layout, indices, data)
+        reference.csr_to_slots(*arguments, *(int(s) for s in scalars), layout, indices, data)
     elif n_ranks:
         kernel = ELL_KERNELS.function(f"csr_to_slots<{{V}}, {{I}}, {layout}>", csr.dtype, csr.index_dtype)
         kernel((blocks_for(n_ranks, ELL_BLOCK),), (ELL_BLOCK,), (*arguments, *scalars, indices, data))
@@ -187,11 +187,11 @@ class RegularMatrix(SparseMatrix):
 def ell_forward(indices: Any, data: Any, width: int, x: Any, y: Any, alpha: Any, beta: Any,
                 w: Any = None, dot: Any = None, cache: dict[str, Any] | None = None) -> Any:
     """y = alpha * A x + beta * y over column-major padded arrays of ``y.size`` rows, on the
-    arrays' backend (the kernel on the GPU, the twin on the CPU). With ``dot`` (and ``w``, and
+    arrays' backend (the kernel on the GPU, the NumPy reference on the CPU). With ``dot`` (and ``w``, and
     the matrix's ``cache`` for the reduction scratch), also ``dot[0] = w . y`` in float64, in the
-    kernel's epilogue on the GPU (twin: the product, then ``reference.spmv.dot_into``)."""
+    kernel's epilogue on the GPU (the reference: the product, then ``reference.spmv.dot_into``)."""
     if isinstance(indices, np.ndarray):
-        twins.ell_spmv(indices, data, width, x, y, alpha, beta)
+        reference.ell_spmv(indices, data, width, x, y, alpha, beta)
         if dot is not None:
             dot_into(w, y, dot)
         return y
@@ -201,8 +201,8 @@ def ell_forward(indices: Any, data: Any, width: int, x: Any, y: Any, alpha: Any,
         return y
     # A thread per row; with a dot, one wave of resident blocks, each thread striding over rows
     # (see the kernel), so the epilogue's reduction and ticket are paid once per resident block
-    # (CG). Without one, the wave measured 85% of the copy on the 27-point stencil, a thread per
-    # row 95% (H200).
+    # (CG). Without one, a thread per row over a full grid is faster (measured on an H200 on the
+    # 27-point stencil).
     blocks = blocks_for(y.size, ELL_BLOCK)
     fused: tuple[Any, ...] = (NULL_POINTER,) * 4
     if dot is not None:
@@ -226,19 +226,42 @@ class ELL(RegularMatrix):
     reproducible, and so is ``A.T @ x`` (over a CSR of A^T built on first use and cached;
     atomics, not reproducible, with ``sparsegpu.options(deterministic=False)``).
 
-    Format parameter ``max_fill`` (default 3.0): refuse, with a ValueError naming the padding
-    ratio, a matrix that would store more than ``max_fill`` padding slots per stored entry
-    (use HYB or SELL-C-sigma for uneven rows); ``max_fill=None`` disables the check.
+    Parameters
+    ----------
+    matrix : scipy sparse matrix or SparseMatrix
+        The matrix to store (any scipy format, or any sparsegpu format on either backend).
+    dtype, index_dtype, backend : optional
+        As in :meth:`SparseMatrix.from_scipy`; for scipy input only.
+    max_fill : float or None, optional
+        Refuse a matrix that would store more than ``max_fill`` padding slots per stored entry
+        (default 3.0; use HYB or SELL-C-sigma for uneven rows). None disables the check.
 
+    Raises
+    ------
+    TypeError
+        ``matrix`` of another type; ``dtype``, ``index_dtype`` or ``backend`` given with a
+        sparsegpu matrix; an unknown format parameter; an unsupported dtype.
+    ValueError
+        The padding ratio exceeds ``max_fill`` (the message names it); a negative or
+        non-finite ``max_fill``; a matrix that cannot fit in memory.
+
+    See Also
+    --------
+    SparseMatrix.from_scipy : ``ELL.from_scipy(S, **params)`` takes the same parameters.
+
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from sparsegpu.formats import ELL
     >>> S = sp.random(50, 40, density=0.1, random_state=1, format="csr")
-    >>> A = ELL.from_scipy(S, max_fill=None)
+    >>> A = ELL.from_scipy(S, max_fill=None, backend="cpu")
     >>> x = np.arange(40.0)
     >>> bool(np.allclose(A @ x, S @ x)) and bool(np.allclose(A.T @ np.ones(50), S.T @ np.ones(50)))
     True
     >>> (A.to_scipy() != S).nnz
     0
+    >>> ELL(S, max_fill=None, backend="cpu").width == A.width
+    True
     """
 
     format = "ell"
@@ -258,7 +281,7 @@ class ELL(RegularMatrix):
         width = int(lengths.max()) if m else 0
         check_fill(m, width, csr.nnz, max_fill)
         slots_fit(csr, width * m, f"ELL of {m} rows x {width} slots")
-        indices, data = fill_slots(csr, twins.LAYOUT_ELL, width * m, width=width)
+        indices, data = fill_slots(csr, reference.LAYOUT_ELL, width * m, width=width)
         return cls._new(csr.shape, csr.backend, csr.nnz, indices=indices, data=data, width=width)
 
     def to_csr(self) -> Any:

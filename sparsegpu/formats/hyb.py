@@ -1,5 +1,5 @@
 """HYB: an ELL part of width K for the first K entries of every row, a COO part (sorted by
-row) for the rest. ``A @ x`` runs kernels/spmv_ell.cu then kernels/spmv_coo.cu (twin:
+row) for the rest. ``A @ x`` runs kernels/spmv_ell.cu then kernels/spmv_coo.cu (NumPy reference:
 reference.regular.hyb_spmv).
 
 Choosing K (:func:`hyb_width`)
@@ -55,7 +55,7 @@ from sparsegpu.formats.ell import (
     reject_params,
     slots_fit,
 )
-from sparsegpu.reference import regular as twins
+from sparsegpu.reference import regular as reference
 
 
 def hyb_width(lengths: Any, value_dtype: Any, index_dtype: Any, xp: ModuleType) -> int:
@@ -133,11 +133,34 @@ class HYB(RegularMatrix):
     bitwise reproducible, as is ``A.T @ x`` (over a cached CSR of A^T). With
     ``sparsegpu.options(deterministic=False)`` both use atomic adds (not reproducible).
 
+    Parameters
+    ----------
+    matrix : scipy sparse matrix or SparseMatrix
+        The matrix to store (any scipy format, or any sparsegpu format on either backend).
+    dtype, index_dtype, backend : optional
+        As in :meth:`SparseMatrix.from_scipy`; for scipy input only.
+    width : int, optional
+        The ELL part's width K (default: :func:`hyb_width`); 0 gives a pure COO part.
+
+    Raises
+    ------
+    TypeError
+        ``matrix`` of another type; ``dtype``, ``index_dtype`` or ``backend`` given with a
+        sparsegpu matrix; an unknown format parameter; an unsupported dtype.
+    ValueError
+        A negative ``width``; a matrix that cannot fit in memory.
+
+    See Also
+    --------
+    SparseMatrix.from_scipy : ``HYB.from_scipy(S, **params)`` takes the same parameters.
+
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from sparsegpu.formats import HYB
     >>> S = sp.random(60, 60, density=0.05, random_state=4, format="lil")
     >>> S[7, :] = 1.0  # one long row: it overflows into the COO part
-    >>> A = HYB.from_scipy(S)
+    >>> A = HYB.from_scipy(S, backend="cpu")
     >>> A.width < 60 and A.coo_data.size >= 60 - A.width
     True
     >>> x = np.arange(60.0)
@@ -169,7 +192,7 @@ class HYB(RegularMatrix):
             longest = counts.size - 1
         width = int_at_least("width", width, 0)
         slots_fit(csr, width * m, f"HYB's ELL part of {m} rows x {width} slots")
-        ell_indices, ell_data = fill_slots(csr, twins.LAYOUT_ELL, width * m, width=width)
+        ell_indices, ell_data = fill_slots(csr, reference.LAYOUT_ELL, width * m, width=width)
         if longest is not None and longest <= width:
             # No row overflows (the usual case for regular matrices): an empty COO part, without
             # the gather and its host reads.
@@ -194,7 +217,7 @@ class HYB(RegularMatrix):
 
     def _forward(self, x: Any, y: Any, alpha: Any, beta: Any) -> Any:
         if self._backend == "cpu":
-            return twins.hyb_spmv(self.ell_indices, self.ell_data, self.width, self.coo_row, self.coo_col,
+            return reference.hyb_spmv(self.ell_indices, self.ell_data, self.width, self.coo_row, self.coo_col,
                                   self.coo_data, x, y, alpha, beta)
         ell_forward(self.ell_indices, self.ell_data, self.width, x, y, alpha, beta)
         n_overflow = self.coo_data.size

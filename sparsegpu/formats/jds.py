@@ -1,5 +1,5 @@
 """JDS: jagged diagonals of the rows sorted by length. ``A @ x`` runs kernels/spmv_jds.cu
-(twin: reference.regular.jds_spmv).
+(NumPy reference: reference.regular.jds_spmv).
 
 Also home of :func:`sorted_by_length`, the stable sort of rows by length inside windows that
 JDS (one window) and SELL-C-sigma (windows of sigma rows) share: a counting sort on the device
@@ -20,21 +20,21 @@ from sparsegpu.formats.ell import (
     fill_slots,
     reject_params,
 )
-from sparsegpu.reference import regular as twins
+from sparsegpu.reference import regular as reference
 
 JDS_BLOCK = 256  # kernels/spmv_jds.cu JDS_BLOCK
-RANK_BLOCK = twins.RANK_BLOCK  # kernels/spmv_jds.cu RANK_BLOCK
+RANK_BLOCK = reference.RANK_BLOCK  # kernels/spmv_jds.cu RANK_BLOCK
 DIGIT_BITS = 8  # kernels/spmv_jds.cu DIGIT_BITS
 #: The product loads the once-read arrays evict-first and stores y evict-last (kernels/spmv_jds.cu
 #: explains why); False gives the plain loads and stores, for comparison.
 JDS_CACHE_HINTS = True
-#: Construction kernels of kernels/spmv_jds.cu with their twins (and the twin's extra argument:
+#: Construction kernels of kernels/spmv_jds.cu with their NumPy references (and the reference's extra argument:
 #: the kernel's SCATTER template flag).
 CONSTRUCTION_KERNELS = {
-    "rank_small_windows<{I}>": (twins.rank_small_windows, ()),
-    "radix_pass<{I}, false>": (twins.radix_pass, (False,)),
-    "radix_pass<{I}, true>": (twins.radix_pass, (True,)),
-    "jds_diagonal_lengths<{I}>": (twins.jds_diagonal_lengths, ()),
+    "rank_small_windows<{I}>": (reference.rank_small_windows, ()),
+    "radix_pass<{I}, false>": (reference.radix_pass, (False,)),
+    "radix_pass<{I}, true>": (reference.radix_pass, (True,)),
+    "jds_diagonal_lengths<{I}>": (reference.jds_diagonal_lengths, ()),
 }
 JDS_KERNELS = KernelFile(
     "spmv_jds.cu", [f"jds_spmv<{{V}}, {{I}}, {hints}>" for hints in ("true", "false")] + list(CONSTRUCTION_KERNELS))
@@ -42,10 +42,10 @@ JDS_KERNELS = KernelFile(
 
 def _launch(csr: Any, expression: str, threads: int, *arguments: Any) -> None:
     """Construction kernel ``expression`` over ``threads`` threads in blocks of RANK_BLOCK on
-    the GPU, its twin on the CPU."""
+    the GPU, its NumPy reference on the CPU."""
     if csr.backend == "cpu":
-        twin, extra = CONSTRUCTION_KERNELS[expression]
-        twin(*(int(a) if isinstance(a, np.integer) else a for a in arguments), *extra)
+        reference_kernel, extra = CONSTRUCTION_KERNELS[expression]
+        reference_kernel(*(int(a) if isinstance(a, np.integer) else a for a in arguments), *extra)
         return
     kernel = JDS_KERNELS.function(expression, csr.dtype, csr.index_dtype)
     kernel((blocks_for(threads, RANK_BLOCK),), (RANK_BLOCK,), arguments)
@@ -119,10 +119,31 @@ class JDS(RegularMatrix):
     sort of :func:`sorted_by_length` (one pass for rows shorter than 256), one pass counting the
     rows longer than each diagonal, a scan for ``jd_ptr`` and the one-pass copy of the entries.
 
+    Parameters
+    ----------
+    matrix : scipy sparse matrix or SparseMatrix
+        The matrix to store (any scipy format, or any sparsegpu format on either backend).
+    dtype, index_dtype, backend : optional
+        As in :meth:`SparseMatrix.from_scipy`; for scipy input only.
+
+    Raises
+    ------
+    TypeError
+        ``matrix`` of another type; ``dtype``, ``index_dtype`` or ``backend`` given with a
+        sparsegpu matrix; an unknown format parameter; an unsupported dtype.
+    ValueError
+        A matrix that cannot fit in memory.
+
+    See Also
+    --------
+    SparseMatrix.from_scipy : ``JDS.from_scipy(S)`` builds one from scipy.
+
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from sparsegpu.formats import JDS
     >>> S = sp.tril(sp.random(40, 40, density=0.2, random_state=5), format="csr")
-    >>> A = JDS.from_scipy(S)
+    >>> A = JDS.from_scipy(S, backend="cpu")
     >>> x = np.arange(40.0)
     >>> bool(np.allclose(A @ x, S @ x)) and (A.to_scipy() != S).nnz == 0
     True
@@ -149,7 +170,7 @@ class JDS(RegularMatrix):
         if m:
             _launch(csr, "jds_diagonal_lengths<{I}>", m, csr.indptr, perm, np.int64(m), rows_longer)
         jd_ptr = primitives.exclusive_scan(rows_longer)
-        indices, data = fill_slots(csr, twins.LAYOUT_JDS, csr.nnz, perm=perm, offsets=jd_ptr)
+        indices, data = fill_slots(csr, reference.LAYOUT_JDS, csr.nnz, perm=perm, offsets=jd_ptr)
         return cls._new(csr.shape, csr.backend, csr.nnz, jd_ptr=jd_ptr, indices=indices, data=data, perm=perm)
 
     def to_csr(self) -> Any:
@@ -161,7 +182,7 @@ class JDS(RegularMatrix):
 
     def _forward(self, x: Any, y: Any, alpha: Any, beta: Any) -> Any:
         if self._backend == "cpu":
-            return twins.jds_spmv(self.jd_ptr, self.indices, self.data, self.perm, x, y, alpha, beta)
+            return reference.jds_spmv(self.jd_ptr, self.indices, self.data, self.perm, x, y, alpha, beta)
         if y.size == 0:
             return y
         hints = "true" if JDS_CACHE_HINTS else "false"

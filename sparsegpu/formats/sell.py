@@ -1,5 +1,5 @@
 """SELL-C-sigma: slices of C rows, each an ELL block of its own width, after sorting rows by
-length inside windows of sigma rows. ``A @ x`` runs kernels/spmv_sell.cu (twin:
+length inside windows of sigma rows. ``A @ x`` runs kernels/spmv_sell.cu (NumPy reference:
 reference.regular.sell_spmv).
 
 Format parameters, each chosen at conversion by a documented rule unless given:
@@ -17,11 +17,11 @@ there than the lost locality, which such matrices hardly have. sigma = 1 does no
 
 ``split`` (default: :func:`choose_split`): a slice wider than ``split`` slots is summed in parts
 of ``split`` slots, each by its own group of C threads, the lanes' partial sums added in part
-order (no float atomics, bitwise reproducible); so a hub row of 60,000 entries no longer sits
+order (no float atomics, bitwise reproducible); so a hub row of 60,000 entries does not sit
 on one thread while the whole product waits. The rule gives the product about
 :data:`SPLIT_GROUPS` units' worth of work per group: long parts on large matrices (R-MAT scale
-21: 130 slots, where 64 measured 0.95x cupyx and 128 1.08x), short ones on small matrices whose
-few slices would otherwise each be one long serial chain. 0 never splits.
+21: 130 slots; parts near 128 slots beat parts of 64, measured on an H200), short ones on
+small matrices whose few slices would otherwise each be one long serial chain. 0 never splits.
 
 ``hot`` (default: :func:`staged_columns`' rule): the number of columns of x staged in each
 block's shared memory, the most gathered ones (by default only when together they take at least
@@ -36,8 +36,8 @@ split and no column is staged (regular matrices: stencils, meshes, anything with
 the plain SELL kernel, one thread per row over a grid covering the rows, and the conversion's
 one-pass slot copy shared with ELL and JDS. ``"units"`` otherwise: groups of C threads take the
 parts and slices in a persistent loop, and the slots are copied over those same units (a hub row
-by its parts' threads). The unit loop's bookkeeping cost regular matrices 15-20% of their
-bandwidth, hence two modes.
+by its parts' threads). The unit loop's bookkeeping costs regular matrices 15-20% of their
+bandwidth (measured on an H200), hence two modes.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ from sparsegpu.formats.ell import (
     reject_params,
 )
 from sparsegpu.formats.jds import sorted_by_length
-from sparsegpu.reference import regular as twins
+from sparsegpu.reference import regular as reference
 
 SELL_BLOCK = 256  # kernels/spmv_sell.cu SELL_BLOCK
 SELL_HOT_BLOCK = 1024  # kernels/spmv_sell.cu SELL_HOT_BLOCK: the block of products with hot columns
@@ -124,21 +124,21 @@ SELL_KERNELS = KernelFile(
     + ["sell_stage_hot<{V}, {I}>", "sell_window_slots<{I}>", "sell_slice_widths<{I}>", "sell_part_counts<{I}>",
        "sell_split_units<{I}>", "sell_select_hot<{I}>", "sell_fill_slots<{V}, {I}>"],
 )
-#: Construction kernels with their twins.
-_CONSTRUCTION_TWINS = {
-    "sell_window_slots<{I}>": twins.sell_window_slots,
-    "sell_slice_widths<{I}>": twins.sell_slice_widths,
-    "sell_part_counts<{I}>": twins.sell_part_counts,
-    "sell_split_units<{I}>": twins.sell_split_units,
-    "sell_select_hot<{I}>": twins.sell_select_hot,
-    "sell_fill_slots<{V}, {I}>": twins.sell_fill_slots,
+#: Construction kernels with their reference.
+_CONSTRUCTION_REFERENCES = {
+    "sell_window_slots<{I}>": reference.sell_window_slots,
+    "sell_slice_widths<{I}>": reference.sell_slice_widths,
+    "sell_part_counts<{I}>": reference.sell_part_counts,
+    "sell_split_units<{I}>": reference.sell_split_units,
+    "sell_select_hot<{I}>": reference.sell_select_hot,
+    "sell_fill_slots<{V}, {I}>": reference.sell_fill_slots,
 }
 
 
 def _launch(csr: Any, expression: str, threads: int, *arguments: Any) -> None:
-    """Construction kernel ``expression`` over ``threads`` threads on the GPU, its twin on the CPU."""
+    """Construction kernel ``expression`` over ``threads`` threads on the GPU, its NumPy reference on the CPU."""
     if csr.backend == "cpu":
-        _CONSTRUCTION_TWINS[expression](*(int(a) if isinstance(a, np.integer) else a for a in arguments))
+        _CONSTRUCTION_REFERENCES[expression](*(int(a) if isinstance(a, np.integer) else a for a in arguments))
         return
     kernel = SELL_KERNELS.function(expression, csr.dtype, csr.index_dtype)
     kernel((blocks_for(threads, SELL_BLOCK),), (SELL_BLOCK,), arguments)
@@ -385,16 +385,47 @@ class SELL(RegularMatrix):
     with ``sparsegpu.options(deterministic=False)``). Products of one matrix with parts share its
     scratch: run them one at a time (one stream).
 
+    Parameters
+    ----------
+    matrix : scipy sparse matrix or SparseMatrix
+        The matrix to store (any scipy format, or any sparsegpu format on either backend).
+    dtype, index_dtype, backend : optional
+        As in :meth:`SparseMatrix.from_scipy`; for scipy input only.
+    C : int, optional
+        Rows per slice (default 32), one of 1, 2, 4, ..., 256.
+    sigma : int, optional
+        Sorting window in rows (default: :func:`choose_sigma`); 1 does not sort.
+    split : int, optional
+        Slots per part of a wide slice (default: :func:`choose_split`); 0 never splits.
+    hot : int, optional
+        Columns of x staged in shared memory (default: :func:`staged_columns`' rule); 0 stages
+        none.
+
+    Raises
+    ------
+    TypeError
+        ``matrix`` of another type; ``dtype``, ``index_dtype`` or ``backend`` given with a
+        sparsegpu matrix; an unknown format parameter; an unsupported dtype.
+    ValueError
+        ``C`` not one of the compiled slice heights; ``sigma`` below 1; a negative ``split``
+        or ``hot``.
+
+    See Also
+    --------
+    SparseMatrix.from_scipy : ``SELL.from_scipy(S, **params)`` takes the same parameters.
+
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from sparsegpu.formats import SELL
     >>> S = sp.random(100, 80, density=0.08, random_state=6, format="csr")
-    >>> A = SELL.from_scipy(S, C=8, sigma=64)
+    >>> A = SELL.from_scipy(S, C=8, sigma=64, backend="cpu")
     >>> x = np.arange(80.0)
     >>> bool(np.allclose(A @ x, S @ x)) and (A.to_scipy() != S).nnz == 0
     True
     >>> A.C, A.sigma, A.slice_ptr.size - 1, A.split, A.hot, A.mode
     (8, 64, 13, 32, 0, 'direct')
-    >>> H = SELL.from_scipy(S, C=8, split=2, hot=5)  # parts of 2 slots, 5 staged columns
+    >>> H = SELL.from_scipy(S, C=8, split=2, hot=5, backend="cpu")  # parts of 2 slots, 5 staged columns
     >>> bool(np.allclose(H @ x, S @ x)) and H.split_slice.size > 0 and 0 < H.hot <= 5, H.mode
     (True, 'units')
     """
@@ -445,7 +476,7 @@ class SELL(RegularMatrix):
         n_split = split_slice.size
         if n_split == 0 and hot_cols.size == 0:
             # Mode "direct": one thread per rank copies its row (the pass ELL and JDS share).
-            indices, data = fill_slots(csr, twins.LAYOUT_SELL, n_slots, perm=perm, offsets=slice_ptr, C=C,
+            indices, data = fill_slots(csr, reference.LAYOUT_SELL, n_slots, perm=perm, offsets=slice_ptr, C=C,
                                        n_ranks=n_slices * C)
         else:
             # The slots, copied over the product's units (a hub row by its parts' threads).
@@ -519,7 +550,7 @@ class SELL(RegularMatrix):
 
     def _forward(self, x: Any, y: Any, alpha: Any, beta: Any) -> Any:
         if self._backend == "cpu":
-            return twins.sell_spmv(self.slice_ptr, self.indices, self.data, self.perm, self.split_slice,
+            return reference.sell_spmv(self.slice_ptr, self.indices, self.data, self.perm, self.split_slice,
                                    self.split_part, self.split, self.hot_cols, self.C, x, y, alpha, beta)
         if y.size == 0:
             return y

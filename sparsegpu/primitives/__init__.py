@@ -1,6 +1,6 @@
 """Data-parallel primitives: scans, segmented scans, reductions, segmented reductions, histograms.
 
-NumPy in gives NumPy out (the twins in :mod:`sparsegpu.reference.primitives`); CuPy in gives CuPy
+NumPy in gives NumPy out (the NumPy references in :mod:`sparsegpu.reference.primitives`); CuPy in gives CuPy
 out (kernels/scan.cu, kernels/reduce.cu, kernels/histogram.cu). Supported dtypes: int32, int64,
 float32, float64; results keep the input dtype, so integer sums wrap on overflow exactly as
 NumPy does with ``dtype=x.dtype`` (an int32 scan of large values wraps: pass int64 to avoid it).
@@ -14,10 +14,10 @@ bitwise identical run to run on a given device. Integer scans use a single-pass 
 look-back scan (exact). Float scans are bitwise reproducible by default: a single pass whose
 look-back adds the tile totals in a fixed association (an "ordered look-back": tile t's prefix
 is the prefix of tile t - span (span = 32 * :data:`LOOKBACK_WARPS` tiles) plus a fixed tree of
-the tile totals between, the same sum whatever the timing; :func:`ordered_scan_twin` computes
+the tile totals between, the same sum whatever the timing; :func:`ordered_scan_reference` computes
 the same bits on the host);
 :data:`DETERMINISTIC_FLOAT_SCAN` =
-``"reduce-then-scan"`` selects the older reproducible path (three launches, x read twice).
+``"reduce-then-scan"`` selects the other reproducible path (three launches, x read twice).
 With ``sparsegpu.options(deterministic=False)`` float scans take the plain look-back, whose
 association of predecessors depends on timing, so the last bits can change run to run.
 Histograms count with integer atomics and are exact.
@@ -44,7 +44,7 @@ from sparsegpu.primitives.scan import (
     SCAN_THREAD_BYTES,
     exclusive_scan,
     inclusive_scan,
-    ordered_scan_twin,
+    ordered_scan_reference,
     segmented_scan,
 )
 
@@ -60,7 +60,7 @@ __all__ = [
     "expand_pointers",
     "histogram",
     "inclusive_scan",
-    "ordered_scan_twin",
+    "ordered_scan_reference",
     "reduce",
     "segmented_reduce",
     "segmented_scan",

@@ -48,12 +48,32 @@ def dot_scratch(cache: dict[str, Any], key: str, blocks: int) -> tuple[Any, Any]
 
 
 def vector_dot(w: Any, y: Any, out: Any, cache: dict[str, Any]) -> Any:
-    """``out[0] = w . y`` accumulated in float64 and reduced in a fixed order (bitwise
-    reproducible): kernels/krylov.cu op DOT on the GPU, with reduction scratch kept in ``cache``
-    (nothing allocated after the first call, nothing read back: capturable); NumPy on the CPU.
-    ``w`` and ``y`` are float32 or float64 vectors of one backend, ``out`` a float64 array of
-    shape (1,) on it.
+    """``out[0] = w . y``, accumulated in float64 and reduced in a fixed order.
 
+    Parameters
+    ----------
+    w, y : ndarray
+        float32 or float64 vectors of one length, both NumPy or both CuPy. Not checked here
+        (:meth:`SparseMatrix.spmv_dot <sparsegpu.formats.SparseMatrix.spmv_dot>` checks them).
+    out : ndarray
+        float64, shape (1,), on the same backend; a view into a larger array works.
+    cache : dict
+        Where the GPU's reduction scratch is kept between calls (a matrix's cache), so nothing
+        is allocated after the first call.
+
+    Returns
+    -------
+    ndarray
+        ``out``, written in place. Bitwise reproducible run to run.
+
+    Notes
+    -----
+    On the GPU this is kernels/krylov.cu op DOT: nothing is read back to the host and nothing
+    allocated after the first call, so the call can be captured in a CUDA graph. On the CPU,
+    NumPy's dot product in float64.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> out = np.empty(1)
     >>> float(vector_dot(np.arange(3.0), np.ones(3), out, {})[0])

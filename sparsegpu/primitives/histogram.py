@@ -74,20 +74,45 @@ def _outer_edges(values: Any, range: Any) -> tuple[float, float]:
 
 
 def histogram(values: Any, bins: Any, range: tuple[float, float] | None = None) -> Any:
-    """Counts of ``values`` per bin, as int64 (NumPy for NumPy input, CuPy for CuPy input).
+    """Counts of ``values`` per bin: ``np.histogram(values, bins, range)[0]``.
 
-    ``bins``: a positive int, for that many equal-width bins over ``range`` (default: the
-    values' min and max, as in np.histogram), or an array of bin edges (non-decreasing, at
-    least two; ``range`` must then be None). Bin b holds ``edges[b] <= v < edges[b+1]``; the
-    last bin also holds ``v == edges[-1]``. Values are compared as float64. Values outside the
-    edges, and NaN, are dropped (not clipped), as np.histogram does. Only the counts are
-    returned (``np.histogram(values, bins, range)[0]``).
+    Parameters
+    ----------
+    values : array_like
+        1-D NumPy or CuPy array of int32, int64, float32 or float64, compared as float64.
+        Values outside the edges, and NaN, are dropped (not clipped), as np.histogram does.
+    bins : int or array_like
+        A positive int, for that many equal-width bins over ``range``, or an array of bin
+        edges (non-decreasing, at least two). Bin b holds ``edges[b] <= v < edges[b+1]``; the
+        last bin also holds ``v == edges[-1]``.
+    range : (float, float), optional
+        Outer edges for an integer ``bins`` (default: the values' min and max, widened by 0.5
+        each way when equal, as in np.histogram). Must be None with bin edges.
 
-    On the GPU, per-block histograms in shared memory merged once into the global counts
+    Returns
+    -------
+    ndarray of int64
+        The counts, on ``values``' backend.
+
+    Raises
+    ------
+    ValueError
+        ``values`` not 1-D; ``bins`` not positive; edges not 1-D, fewer than two, decreasing or
+        NaN; ``range`` given with edges, not a finite pair with lo <= hi, or (by default)
+        values that are not finite; counts that cannot fit in memory.
+    TypeError
+        ``values`` of an unsupported dtype; ``bins`` neither an int nor an array (a bool or a
+        float is refused).
+
+    Notes
+    -----
+    On the GPU, per-block histograms in shared memory are merged once into the global counts
     (integer atomics: exact). Up to 384 bins, each lane counts in its own column of the block's
     table, so neither random nor all-equal keys collide in a bank; more bins share one table
     per warp; bins that do not fit in shared memory count in global memory.
 
+    Examples
+    --------
     >>> import numpy as np
     >>> histogram(np.array([0, 1, 1, 3, 9], dtype=np.int32), 4, range=(0, 4)).tolist()
     [1, 2, 0, 1]

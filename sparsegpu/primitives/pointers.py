@@ -17,13 +17,30 @@ POINTER_KERNELS = KernelFile("pointers.cu", ["mark_row_starts<{I}>"], (np.int32,
 
 
 def expand_pointers(indptr: Any, xp: ModuleType) -> Any:
-    """The major index of every stored entry: ``[0, 0, 2, ...]`` from ``indptr`` (positions
-    before ``indptr[0]``, if any, get -1).
+    """The major index (row of a CSR, column of a CSC) of every stored entry.
 
-    On the GPU: a driver memset presets -1, each non-empty row writes its number at its first
-    entry (kernels/pointers.cu mark_row_starts), and an inclusive max-scan carries it over the
-    row (exact; the output is written twice and read once).
+    Parameters
+    ----------
+    indptr : ndarray
+        Non-decreasing integer pointers: row i's entries are ``indptr[i]:indptr[i+1]``. Not
+        checked here (callers pass a matrix's validated pointers).
+    xp : module
+        ``numpy`` or ``cupy``, the module of ``indptr``.
 
+    Returns
+    -------
+    ndarray
+        ``indptr[-1]`` entries in ``indptr``'s dtype: row i repeated ``indptr[i+1] - indptr[i]``
+        times, after -1 for each position before ``indptr[0]``.
+
+    Notes
+    -----
+    On the GPU a driver memset presets -1, each non-empty row writes its number at its first
+    entry (kernels/pointers.cu ``mark_row_starts``) and an inclusive max-scan carries it over
+    the row (exact; the output is written twice and read once).
+
+    Examples
+    --------
     >>> import numpy as np
     >>> expand_pointers(np.array([0, 2, 2, 3]), np).tolist()
     [0, 0, 2]

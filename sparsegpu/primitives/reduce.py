@@ -49,13 +49,33 @@ SEGMENTED_REDUCE_KERNELS = {
 
 
 def reduce(x: Any, op: str = "sum") -> Any:
-    """The fold of x with ``op`` ("sum", "min" or "max"), in x's dtype.
+    """The fold of ``x`` with ``op``, in ``x``'s dtype.
 
-    Returns a NumPy scalar for NumPy input and a 0-d CuPy array for CuPy input (no host
-    synchronisation). An empty x gives the identity (0, the dtype's largest value or inf for
-    min, its smallest or -inf for max), where NumPy would raise for min and max. Integer sums
-    wrap. On the GPU: bitwise reproducible run to run.
+    Parameters
+    ----------
+    x : array_like
+        1-D NumPy or CuPy array of int32, int64, float32 or float64.
+    op : {"sum", "min", "max"}, optional
+        The operator (default "sum"). Min and max propagate NaN as NumPy does.
 
+    Returns
+    -------
+    numpy scalar or cupy.ndarray
+        A NumPy scalar for NumPy input; a 0-d CuPy array for CuPy input (no host
+        synchronisation). An empty ``x`` gives the identity (0; the dtype's largest value or
+        inf for min; its smallest or -inf for max), where NumPy would raise for min and max.
+        Integer sums wrap. On the GPU the fold runs in a fixed order (two launches, no
+        atomics): bitwise reproducible run to run.
+
+    Raises
+    ------
+    ValueError
+        ``x`` is not 1-D; ``op`` is not one of "sum", "min", "max".
+    TypeError
+        ``x`` has an unsupported dtype.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> int(reduce(np.array([4, -2, 7], dtype=np.int32), "min"))
     -2
@@ -93,13 +113,36 @@ def _threads_per_segment(mean_length: float) -> int:
 
 
 def segmented_reduce(x: Any, offsets: Any, op: str = "sum") -> Any:
-    """``out[i]`` = fold of ``x[offsets[i]:offsets[i+1]]`` with ``op``, in x's dtype.
+    """``out[i]`` = the fold of ``x[offsets[i]:offsets[i+1]]`` with ``op``, in ``x``'s dtype.
 
-    ``offsets`` is non-decreasing within [0, len(x)] (it need not start at 0 or end at len(x));
-    there are ``len(offsets) - 1`` segments. An empty segment gives the operator's identity:
-    0 for sum, the dtype's largest value (inf for floats) for min, its smallest (-inf) for max.
-    On the GPU: bitwise reproducible run to run (fixed order, no atomics).
+    Parameters
+    ----------
+    x : array_like
+        1-D NumPy or CuPy array of int32, int64, float32 or float64.
+    offsets : array_like
+        Non-decreasing integers within [0, len(x)] (they need not start at 0 or end at
+        len(x)), at least one: ``len(offsets) - 1`` segments. Moved to ``x``'s backend if
+        needed.
+    op : {"sum", "min", "max"}, optional
+        The operator (default "sum").
 
+    Returns
+    -------
+    ndarray
+        One value per segment, on ``x``'s backend. An empty segment gives the operator's
+        identity: 0 for sum, the dtype's largest value (inf for floats) for min, its smallest
+        (-inf) for max. On the GPU: bitwise reproducible run to run (fixed order, no atomics).
+
+    Raises
+    ------
+    ValueError
+        ``x`` or ``offsets`` not 1-D; ``offsets`` empty, decreasing or outside [0, len(x)];
+        an unknown ``op``.
+    TypeError
+        ``x`` of an unsupported dtype; ``offsets`` not integers.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> segmented_reduce(np.array([1, 2, 3, 4], dtype=np.int64), np.array([0, 1, 1, 4])).tolist()
     [1, 0, 9]

@@ -39,7 +39,7 @@ DETERMINISTIC_FLOAT_SCAN = "ordered-lookback"
 #: Integer scans are exact in any association, so they take the look-back that is faster: False
 #: the plain one (the nearest inclusive prefix, or whole spans of aggregates), True the ordered
 #: one (each tile waits for one inclusive prefix, 32 * LOOKBACK_WARPS tiles back). The ordered
-#: one measured faster on an H200 (int32 at 2^28: 87% of copy against 84%; docs/performance.md).
+#: one is faster (measured on an H200, see docs/performance.md).
 ORDERED_LOOKBACK_FOR_INTEGERS = True
 
 
@@ -58,18 +58,40 @@ SCAN_KERNELS = {op: KernelFile("scan.cu", _scan_expressions(op), DTYPES, (np.int
 
 
 def inclusive_scan(x: Any, *, op: str = "sum") -> Any:
-    """``y[i] = x[0] op x[1] op ... op x[i]`` (a cumulative sum by default), in x's dtype.
+    """The inclusive scan ``y[i] = x[0] op x[1] op ... op x[i]`` (a cumulative sum by default).
 
-    Integer sums wrap on overflow (like ``np.cumsum(x, dtype=x.dtype)``; pass int64 to avoid it).
+    Parameters
+    ----------
+    x : array_like
+        1-D NumPy or CuPy array (a list becomes NumPy) of int32, int64, float32 or float64.
+    op : {"sum", "min", "max"}, optional
+        The operator (default "sum"). Min and max propagate NaN as NumPy does.
 
-    On the GPU, every scan is one pass with decoupled look-back (reads x once, writes y once).
-    Integer scans are exact. Float scans are bitwise reproducible by default: the look-back
-    adds the tile totals in a fixed association, so each tile's prefix is the same sum
-    whatever the timing. With ``sparsegpu.options(deterministic=False)`` the look-back joins
-    its predecessors as they come: the association, and so the last bits, can differ run to
-    run. ``DETERMINISTIC_FLOAT_SCAN = "reduce-then-scan"`` makes the default float path the
-    older three-launch scan (x read twice), reproducible as well.
+    Returns
+    -------
+    ndarray
+        ``y``, same length and dtype as ``x``, on ``x``'s backend (NumPy in, NumPy out; CuPy in,
+        CuPy out). Integer sums wrap on overflow like ``np.cumsum(x, dtype=x.dtype)``: pass
+        int64 to avoid it.
 
+    Raises
+    ------
+    ValueError
+        ``x`` is not 1-D; ``op`` is not one of "sum", "min", "max".
+    TypeError
+        ``x`` has an unsupported dtype.
+
+    Notes
+    -----
+    On the GPU every scan is one pass with decoupled look-back (x read once, y written once).
+    Integer scans are exact. Float scans are bitwise reproducible by default: the look-back adds
+    the tile totals in a fixed association, so each tile's prefix is the same sum whatever the
+    timing. With ``sparsegpu.options(deterministic=False)`` the look-back joins its predecessors
+    as they come, so the last bits can differ run to run. ``DETERMINISTIC_FLOAT_SCAN =
+    "reduce-then-scan"`` selects the three-launch scan (x read twice), reproducible as well.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> inclusive_scan(np.array([3.0, 1.0, 2.0]), op="max").tolist()
     [3.0, 3.0, 3.0]
@@ -82,8 +104,33 @@ def inclusive_scan(x: Any, *, op: str = "sum") -> Any:
 
 
 def exclusive_scan(x: Any, *, op: str = "sum") -> Any:
-    """``y[0]`` = the operator's identity, ``y[i] = x[0] op ... op x[i-1]``, in x's dtype.
+    """The exclusive scan: ``y[0]`` is the operator's identity, ``y[i] = x[0] op ... op x[i-1]``.
 
+    The identity is 0 for sum, the dtype's largest value (inf for floats) for min and its
+    smallest (-inf) for max. The GPU path and its reproducibility are those of
+    :func:`inclusive_scan`.
+
+    Parameters
+    ----------
+    x : array_like
+        1-D NumPy or CuPy array (a list becomes NumPy) of int32, int64, float32 or float64.
+    op : {"sum", "min", "max"}, optional
+        The operator (default "sum"). Min and max propagate NaN as NumPy does.
+
+    Returns
+    -------
+    ndarray
+        ``y``, same length and dtype as ``x``, on ``x``'s backend.
+
+    Raises
+    ------
+    ValueError
+        ``x`` is not 1-D; ``op`` is not one of "sum", "min", "max".
+    TypeError
+        ``x`` has an unsupported dtype.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> exclusive_scan(np.array([1, 2, 3], dtype=np.int64)).tolist()
     [0, 1, 3]
@@ -98,11 +145,38 @@ def exclusive_scan(x: Any, *, op: str = "sum") -> Any:
 def segmented_scan(x: Any, offsets: Any = None, *, flags: Any = None, inclusive: bool = True, op: str = "sum") -> Any:
     """A scan restarted at every segment's start.
 
-    Segments are given either by ``offsets`` (segment i is ``x[offsets[i]:offsets[i+1]]``;
-    offsets run from 0 to ``len(x)``, empty segments allowed) or by head ``flags`` (length
-    ``len(x)``, nonzero where a segment starts; element 0 always starts one). Exclusive scans
-    give the identity at each segment's first element.
+    Parameters
+    ----------
+    x : array_like
+        1-D NumPy or CuPy array of int32, int64, float32 or float64.
+    offsets : array_like, optional
+        Segment i is ``x[offsets[i]:offsets[i+1]]``: non-decreasing integers from 0 to
+        ``len(x)``, empty segments allowed. Give either ``offsets`` or ``flags``.
+    flags : array_like, optional
+        Boolean or integer, length ``len(x)``, nonzero where a segment starts (element 0
+        always starts one).
+    inclusive : bool, optional
+        Inclusive (default) or exclusive scan; an exclusive scan gives the operator's identity
+        at each segment's first element.
+    op : {"sum", "min", "max"}, optional
+        The operator (default "sum").
 
+    Returns
+    -------
+    ndarray
+        Same length and dtype as ``x``, on ``x``'s backend.
+
+    Raises
+    ------
+    ValueError
+        Both or neither of ``offsets`` and ``flags``; offsets not 1-D, decreasing, or not from
+        0 to ``len(x)``; ``flags`` of another length; ``x`` not 1-D; an unknown ``op``.
+    TypeError
+        ``x`` of an unsupported dtype; non-integer ``offsets``; ``flags`` neither boolean nor
+        integer.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> segmented_scan(np.array([1, 2, 3, 4, 5]), np.array([0, 2, 2, 5])).tolist()
     [1, 3, 3, 7, 12]
@@ -132,14 +206,29 @@ def segmented_scan(x: Any, offsets: Any = None, *, flags: Any = None, inclusive:
     return _scan_gpu(x, heads, op, inclusive=inclusive)
 
 
-def ordered_scan_twin(x: np.ndarray, inclusive: bool = True) -> np.ndarray:
-    """On the host, the bits of the GPU's default float sum-scan (the single pass with the
-    ordered look-back): :func:`sparsegpu.reference.primitives.ordered_lookback_scan` told
-    kernels/scan.cu's tile (SCAN_BLOCK threads of SCAN_THREAD_BYTES) and span
-    (32 * LOOKBACK_WARPS tiles). Integers give the exact scan.
+def ordered_scan_reference(x: np.ndarray, inclusive: bool = True) -> np.ndarray:
+    """The bits of the GPU's default float sum-scan, computed on the host.
 
+    :func:`sparsegpu.reference.primitives.ordered_lookback_scan` told kernels/scan.cu's tile
+    (SCAN_BLOCK threads of SCAN_THREAD_BYTES) and look-back span (32 * LOOKBACK_WARPS tiles):
+    the same association of the tile totals as the single pass with the ordered look-back.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        1-D values; integers give the exact scan.
+    inclusive : bool, optional
+        Inclusive (default) or exclusive sum-scan.
+
+    Returns
+    -------
+    numpy.ndarray
+        The scan, in ``x``'s dtype.
+
+    Examples
+    --------
     >>> import numpy as np
-    >>> ordered_scan_twin(np.array([0.5, 0.25, 2.0]), inclusive=False).tolist()
+    >>> ordered_scan_reference(np.array([0.5, 0.25, 2.0]), inclusive=False).tolist()
     [0.0, 0.5, 0.75]
     """
     return reference.ordered_lookback_scan(x, inclusive, block=SCAN_BLOCK, thread_bytes=SCAN_THREAD_BYTES,

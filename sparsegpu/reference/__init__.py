@@ -1,6 +1,6 @@
-"""CPU twins of the CUDA kernels: NumPy over the same array layouts, same arguments.
+"""NumPy references of the CUDA kernels: NumPy over the same array layouts, same arguments.
 
-The CPU backend runs these; GPU tests compare every kernel with its twin. They are written for
+The CPU backend runs these; GPU tests compare every kernel with its reference. They are written for
 clarity and vectorised speed, not to mimic the kernels' summation order, so GPU and CPU agree
 to rounding, not bitwise.
 """

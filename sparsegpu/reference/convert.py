@@ -1,5 +1,5 @@
-"""NumPy twins of kernels/convert.cu: same arguments, same array layouts, outputs written in place
-(and returned). GPU tests run each kernel and its twin on the same data and compare.
+"""NumPy references of kernels/convert.cu: same arguments, same array layouts, outputs written in place
+(and returned). GPU tests run each kernel and its reference on the same data and compare.
 
 Layouts: partition parents are int64 ``(P, 3)`` rows (start, count, first_row), leaf segments
 int64 ``(S, 4)`` rows (start, count, first_row, bits | buffer << 8 | flags); the partition buffers are
@@ -119,7 +119,7 @@ def partition_tiles(src_rows: np.ndarray, src_cols: np.ndarray, src_pos: np.ndar
                     dst_rows: np.ndarray, dst_cols: np.ndarray, dst_pos: np.ndarray) -> tuple[np.ndarray, ...]:
     """Every entry (row, col, pos) of every parent goes to dst at its child's cursor, which advances
     (cursors[p * DIGITS + d] start at the children's starts). pos is src_pos[j], or j itself when
-    ``implicit_pos``. This twin keeps input order inside a child; the kernel's order inside a child
+    ``implicit_pos``. This reference keeps input order inside a child; the kernel's order inside a child
     depends on timing (tests compare children as sets)."""
     assert np.array_equal(tile_first, tile_first_of(parents)), "tile_first does not match the parents"
     owner, where = _parent_entries(parents)

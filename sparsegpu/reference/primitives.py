@@ -1,4 +1,4 @@
-"""NumPy twins of kernels/scan.cu, kernels/reduce.cu and kernels/histogram.cu.
+"""NumPy references of kernels/scan.cu, kernels/reduce.cu and kernels/histogram.cu.
 
 Same arguments as the GPU paths in :mod:`sparsegpu.primitives` (already validated there), same
 results up to floating-point association: integer results are identical, float sums agree to
@@ -26,7 +26,7 @@ def identity(op: str, dtype: np.dtype) -> np.generic:
 
 
 def inclusive_scan(x: np.ndarray, op: str = "sum") -> np.ndarray:
-    """``y[i] = x[0] op ... op x[i]``, in x's dtype (twin of ``scan_*<..., INCLUSIVE=true>``)."""
+    """``y[i] = x[0] op ... op x[i]``, in x's dtype (reference of ``scan_*<..., INCLUSIVE=true>``)."""
     return UFUNCS[op].accumulate(x, dtype=x.dtype) if x.size else x.copy()
 
 
@@ -45,7 +45,7 @@ def ordered_lookback_scan(x: np.ndarray, inclusive: bool = True, *, block: int, 
     plain, ORDERED) with tiles of ``block`` threads x ``thread_bytes`` and a look-back span of
     ``span`` tiles (32 x its polling warps): bitwise that kernel's float32 / float64 results, on
     any machine. No defaults, so a caller cannot silently assume the kernel's knobs:
-    :func:`sparsegpu.primitives.ordered_scan_twin` passes the library's (SCAN_BLOCK,
+    :func:`sparsegpu.primitives.ordered_scan_reference` passes the library's (SCAN_BLOCK,
     SCAN_THREAD_BYTES, 32 * LOOKBACK_WARPS).
 
     Tiles of ``block`` threads x ``thread_bytes`` of items; per thread a left fold of its items;

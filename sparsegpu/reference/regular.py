@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sparsegpu.reference.spmv import _combine, segment_sum
+from sparsegpu.reference.spmv import combine, segment_sum
 
 
 def _padded_sums(indices, data, rows_of_slots, x, n_rows):
@@ -21,14 +21,14 @@ def _padded_sums(indices, data, rows_of_slots, x, n_rows):
 
 
 def ell_spmv(indices, data, width, x, y, alpha=1, beta=0):
-    """ELL twin of kernels/spmv_ell.cu: slot k of row r at ``k * n_rows + r``."""
+    """ELL reference of kernels/spmv_ell.cu: slot k of row r at ``k * n_rows + r``."""
     n_rows = y.size
     rows = np.tile(np.arange(n_rows, dtype=np.int64), int(width))
-    return _combine(y, _padded_sums(indices, data, rows, x, n_rows), alpha, beta)
+    return combine(y, _padded_sums(indices, data, rows, x, n_rows), alpha, beta)
 
 
 def hyb_spmv(ell_indices, ell_data, width, coo_row, coo_col, coo_data, x, y, alpha=1, beta=0):
-    """HYB twin of kernels/spmv_ell.cu then kernels/spmv_coo.cu: the ELL part writes
+    """HYB reference of kernels/spmv_ell.cu then kernels/spmv_coo.cu: the ELL part writes
     ``alpha * A_ell x + beta * y``, the COO part adds ``alpha * A_coo x``."""
     ell_spmv(ell_indices, ell_data, width, x, y, alpha, beta)
     y += y.dtype.type(alpha) * segment_sum(coo_row, coo_data * x[coo_col], y.size)
@@ -36,14 +36,14 @@ def hyb_spmv(ell_indices, ell_data, width, coo_row, coo_col, coo_data, x, y, alp
 
 
 def jds_spmv(jd_ptr, indices, data, perm, x, y, alpha=1, beta=0):
-    """JDS twin of kernels/spmv_jds.cu: entry i of jagged diagonal d belongs to row ``perm[i]``."""
+    """JDS reference of kernels/spmv_jds.cu: entry i of jagged diagonal d belongs to row ``perm[i]``."""
     diagonal = np.repeat(np.arange(jd_ptr.size - 1, dtype=np.int64), np.diff(jd_ptr))
     rank = np.arange(indices.size, dtype=np.int64) - jd_ptr[diagonal]
-    return _combine(y, segment_sum(perm[rank], data * x[indices], y.size), alpha, beta)
+    return combine(y, segment_sum(perm[rank], data * x[indices], y.size), alpha, beta)
 
 
 def sell_spmv(slice_ptr, indices, data, perm, split_slice, split_part, split, hot_cols, C, x, y, alpha=1, beta=0):
-    """SELL-C-sigma twin of kernels/spmv_sell.cu: slot k of lane l of slice s at
+    """SELL-C-sigma reference of kernels/spmv_sell.cu: slot k of lane l of slice s at
     ``slice_ptr[s] + k * C + l`` holds an entry of row ``perm[s * C + l]``; column ``-2 - j``
     stands for ``hot_cols[j]`` (staged in shared memory by the kernel). A slice wider than
     ``split`` slots (``split`` > 0) is summed by its parts only: part ``split_part[u]`` of slice
@@ -85,7 +85,7 @@ def sell_spmv(slice_ptr, indices, data, perm, split_slice, split_part, split, ho
         lane_rank = np.asarray(split_slice, dtype=np.int64).repeat(C) * C + np.tile(np.arange(C), split_part.size)
         real = lane_rank < n_rows
         sums = sums + segment_sum(perm[lane_rank[real]].astype(np.int64), partial_sums[real], n_rows)
-    return _combine(y, sums, alpha, beta)
+    return combine(y, sums, alpha, beta)
 
 
 #: Layout codes of kernels/spmv_ell.cu ``csr_to_slots``.
@@ -93,7 +93,7 @@ LAYOUT_ELL, LAYOUT_SELL, LAYOUT_JDS = 0, 1, 2
 
 
 def csr_to_slots(indptr, indices, data, perm, offsets, C, width, n_rows, n_ranks, layout, out_indices, out_data):
-    """Twin of kernels/spmv_ell.cu ``csr_to_slots``: copy the CSR's entries into the ELL
+    """Reference of kernels/spmv_ell.cu ``csr_to_slots``: copy the CSR's entries into the ELL
     (``rank + k * n_rows``, entries past ``width`` left out), SELL (``offsets[rank // C] +
     k * C + rank % C``) or JDS (``offsets[k] + rank``) slots of their rows' ranks, every other
     slot padding (column -1, value 0). ``perm[rank]`` is the row at ``rank`` (unused for ELL);
@@ -124,7 +124,7 @@ RANK_BLOCK = 256
 
 
 def rank_small_windows(indptr, n_rows, window, perm):
-    """Twin of kernels/spmv_jds.cu ``rank_small_windows``: ``perm[rank]`` = the row at ``rank``
+    """Reference of kernels/spmv_jds.cu ``rank_small_windows``: ``perm[rank]`` = the row at ``rank``
     when rows are sorted by length, longest first, stably, inside consecutive windows of
     ``window`` rows (at most :data:`RANK_BLOCK`)."""
     rows = np.arange(n_rows, dtype=np.int64)
@@ -143,7 +143,7 @@ def _radix_counters(indptr, perm_in, first_pass, n_rows, window, tiles_per_windo
 
 def radix_pass(indptr, perm_in, first_pass, n_rows, window, tiles_per_window, longest, shift, bins, counts,
                perm_out, scatter):
-    """Twin of kernels/spmv_jds.cu ``radix_pass<I, scatter>``: one LSD pass of the stable sort by
+    """Reference of kernels/spmv_jds.cu ``radix_pass<I, scatter>``: one LSD pass of the stable sort by
     ``longest - length`` inside windows. Counting (``scatter`` False): ``counts[(w * bins +
     digit) * tiles_per_window + tile]`` = rows of that digit in that tile of RANK_BLOCK positions
     of window w. Scattering: ``counts`` holds the exclusive scan of those counts; each row goes to
@@ -160,7 +160,7 @@ def radix_pass(indptr, perm_in, first_pass, n_rows, window, tiles_per_window, lo
 
 
 def jds_diagonal_lengths(indptr, perm, n_rows, rows_longer):
-    """Twin of kernels/spmv_jds.cu ``jds_diagonal_lengths``: ``rows_longer[d]`` = rows longer
+    """Reference of kernels/spmv_jds.cu ``jds_diagonal_lengths``: ``rows_longer[d]`` = rows longer
     than d for d below the longest length (``rows_longer.size - 1``), then a 0."""
     ranked = np.diff(indptr).astype(np.int64)[perm[:n_rows]]
     longest = rows_longer.size - 1
@@ -178,7 +178,7 @@ SELL_WINDOW = 256
 
 
 def sell_window_slots(indptr, n_rows, C, out):
-    """Twin of kernels/spmv_sell.cu ``sell_window_slots``: ``out[0]`` += the slots of the rows
+    """Reference of kernels/spmv_sell.cu ``sell_window_slots``: ``out[0]`` += the slots of the rows
     sorted by length (longest first) inside windows of SELL_WINDOW rows and cut into slices of
     ``C`` (each slice as wide as its first row), ``out[1]`` = max(out[1], the longest row)."""
     lengths = np.diff(indptr[:n_rows + 1]).astype(np.int64)
@@ -191,7 +191,7 @@ def sell_window_slots(indptr, n_rows, C, out):
 
 
 def sell_slice_widths(indptr, perm, n_rows, C, sigma, n_slices, widths):
-    """Twin of kernels/spmv_sell.cu ``sell_slice_widths``: ``widths[s]`` = C times the longest
+    """Reference of kernels/spmv_sell.cu ``sell_slice_widths``: ``widths[s]`` = C times the longest
     row of slice s (ranks ``s * C`` to ``s * C + C``), then a 0 (``sigma`` is the kernel's
     shortcut: rows are sorted inside windows of sigma ranks)."""
     padded = np.zeros(n_slices * C, dtype=np.int64)
@@ -201,7 +201,7 @@ def sell_slice_widths(indptr, perm, n_rows, C, sigma, n_slices, widths):
 
 
 def sell_part_counts(slice_ptr, n_slices, C, split, parts):
-    """Twin of kernels/spmv_sell.cu ``sell_part_counts``: ``parts[s]`` = ceil(width / split) for
+    """Reference of kernels/spmv_sell.cu ``sell_part_counts``: ``parts[s]`` = ceil(width / split) for
     a slice wider than ``split`` slots, else 0; ``parts[n_slices]`` = 0."""
     widths = np.diff(slice_ptr[:n_slices + 1]) // C
     parts[:n_slices] = np.where(widths > split, -(-widths // split), 0)
@@ -209,7 +209,7 @@ def sell_part_counts(slice_ptr, n_slices, C, split, parts):
 
 
 def sell_split_units(slice_ptr, unit_first, n_slices, C, split, split_slice, split_part):
-    """Twin of kernels/spmv_sell.cu ``sell_split_units``: slice s wider than ``split`` slots has
+    """Reference of kernels/spmv_sell.cu ``sell_split_units``: slice s wider than ``split`` slots has
     ceil(width / split) parts, listed from ``unit_first[s]`` as (s, 0), (s, 1), ..."""
     widths = np.diff(slice_ptr[:n_slices + 1]) // C
     for s in np.flatnonzero(widths > split):
@@ -220,7 +220,7 @@ def sell_split_units(slice_ptr, unit_first, n_slices, C, split, split_slice, spl
 
 
 def sell_select_hot(counts, first, n_cols, threshold, n_hot, hot_cols, hot_slot):
-    """Twin of kernels/spmv_sell.cu ``sell_select_hot``: the first ``n_hot`` columns with
+    """Reference of kernels/spmv_sell.cu ``sell_select_hot``: the first ``n_hot`` columns with
     ``counts >= threshold`` (``first``: the exclusive scan of that test) into ``hot_cols``, their
     positions into ``hot_slot``, -1 for every other column."""
     staged = (counts[:n_cols] >= threshold) & (first[:n_cols] < n_hot)
@@ -230,7 +230,7 @@ def sell_select_hot(counts, first, n_cols, threshold, n_hot, hot_cols, hot_slot)
 
 def sell_fill_slots(indptr, indices, data, perm, hot_slot, slice_ptr, split_slice, split_part, n_split, split,
                     n_slices, n_rows, C, out_indices, out_data):
-    """Twin of kernels/spmv_sell.cu ``sell_fill_slots``: entry k of the row at ``rank`` goes to
+    """Reference of kernels/spmv_sell.cu ``sell_fill_slots``: entry k of the row at ``rank`` goes to
     slot ``slice_ptr[rank // C] + k * C + rank % C``, column c as ``-2 - hot_slot[c]`` where
     ``hot_slot`` (when not empty) is >= 0; every other slot is padding (column -1, value 0).
     The part list (``split_slice``, ``split_part``, ``n_split``, ``split``) and ``n_slices``

@@ -26,7 +26,7 @@ def _expand(indptr: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(indptr.size - 1, dtype=indptr.dtype), np.diff(indptr))
 
 
-def _combine(y: np.ndarray, sums: np.ndarray, alpha, beta) -> np.ndarray:
+def combine(y: np.ndarray, sums: np.ndarray, alpha, beta) -> np.ndarray:
     dtype = y.dtype.type
     if beta == 0:
         y[...] = dtype(alpha) * sums
@@ -36,12 +36,12 @@ def _combine(y: np.ndarray, sums: np.ndarray, alpha, beta) -> np.ndarray:
 
 
 def coo_spmv(rows, cols, data, x, y, alpha=1, beta=0):
-    """COO twin of kernels/spmv_coo.cu (``coo_reduce_tiles``, ``coo_spmv_atomic``)."""
-    return _combine(y, segment_sum(rows, data * x[cols], y.size), alpha, beta)
+    """COO reference of kernels/spmv_coo.cu (``coo_reduce_tiles``, ``coo_spmv_atomic``)."""
+    return combine(y, segment_sum(rows, data * x[cols], y.size), alpha, beta)
 
 
 def csr_spmv(indptr, indices, data, x, y, alpha=1, beta=0):
-    """CSR twin of kernels/spmv_csr.cu: rows gather ``data * x[indices]``, summed in entry
+    """CSR reference of kernels/spmv_csr.cu: rows gather ``data * x[indices]``, summed in entry
     order (``np.add.reduceat`` over the row starts; empty rows give 0)."""
     if y.size == 0:
         return y
@@ -49,16 +49,16 @@ def csr_spmv(indptr, indices, data, x, y, alpha=1, beta=0):
     products = np.concatenate([data * x[indices], np.zeros(1, y.dtype)])
     sums = np.add.reduceat(products, indptr[:-1])
     sums[indptr[1:] == indptr[:-1]] = 0  # reduceat yields the element itself for an empty segment
-    return _combine(y, sums, alpha, beta)
+    return combine(y, sums, alpha, beta)
 
 
 def csc_spmv(indptr, indices, data, x, y, alpha=1, beta=0):
-    """CSC twin of kernels/spmv_csc.cu: column j scatters ``data * x[j]`` to rows ``indices``."""
-    return _combine(y, segment_sum(indices, data * x[_expand(indptr)], y.size), alpha, beta)
+    """CSC reference of kernels/spmv_csc.cu: column j scatters ``data * x[j]`` to rows ``indices``."""
+    return combine(y, segment_sum(indices, data * x[_expand(indptr)], y.size), alpha, beta)
 
 
 def dot_into(w, y, out):
-    """Twin of the dot product in the epilogue of the SpMV kernels (``dot`` argument of
+    """Reference of the dot product in the epilogue of the SpMV kernels (``dot`` argument of
     kernels/spmv_csr.cu ``csr_spmv_rows`` and kernels/spmv_ell.cu ``ell_spmv``, and of
     kernels/krylov.cu op DOT): ``out[0] = sum_i w_i * y_i`` accumulated in float64."""
     out[0] = np.dot(w.astype(np.float64, copy=False), y.astype(np.float64, copy=False))

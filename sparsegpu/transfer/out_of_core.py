@@ -10,7 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsegpu import _validate
-from sparsegpu.reference.spmv import _combine as combine
+from sparsegpu.reference.spmv import combine
 from sparsegpu._backend import Backend, is_device_array, resolve_backend
 from sparsegpu.formats._compressed import gather_spmv, make_gather_plan, threads_per_row
 from sparsegpu.transfer._checks import (
