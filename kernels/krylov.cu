@@ -1,5 +1,6 @@
 // Fused vector steps of the Krylov solvers (CG, BiCGSTAB, MINRES, GMRES), one template family
-// krylov_step<V, OP>.
+// krylov_step<V, OP>. Longer than 700 lines on purpose: every op shares the grid-wide reduction
+// and its ticket, so the family stays one translation unit, compiled once.
 //
 // A CG iteration is three launches: the operator's product with p.q in its epilogue
 // (SparseMatrix.spmv_dot writes it to sc[PQ]), CG_UPDATE (alpha = rho / p.q computed by every

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole GPU check in one command, for the lent GPU machine (see ../shared/gpu/README.md):
+# The whole GPU check in one command, on a machine with a CUDA GPU and CuPy:
 #   scripts/gpu_check.sh OUTDIR [STEP ...]      STEP: tests sanitizer bench targets transfer asv (default: all)
 # tests: the test suite with the GPU tests; sanitizer: compute-sanitizer memcheck and racecheck
 # over a small run of every kernel family; bench: the comparison command over all real matrices

@@ -1,5 +1,5 @@
 """The bytes model: the least memory traffic an operation must cause, so "effective GB/s" means
-the same thing in asv, in ``python -m sparsegpu.bench`` and in ``../shared/anchors``.
+the same thing in asv and in ``python -m sparsegpu.bench``.
 
 Effective bandwidth = :func:`spmv_bytes` (or the primitive's model) / measured seconds. The
 model counts what any implementation must read or write at least once; it never counts a
@@ -34,7 +34,7 @@ def spmv_bytes(rows: int, cols: int, nnz: int, value_dtype: Any = np.float64, in
 
     ``nnz`` is the matrix's own count of stored entries, never a format's padded count. With
     float64 values and int32 indices this is 12 B per nonzero + 4 B per row pointer + 8 B per
-    x and y entry, as in ``../shared/anchors/README.md``.
+    x and y entry.
 
     >>> spmv_bytes(9_000_000, 9_000_000, 44_988_000)   # 2-D Poisson 3000^2, as in the anchors
     719856004

@@ -23,7 +23,7 @@ from sparsegpu.formats.sell import (
 )
 from sparsegpu.reference import regular as regular_reference
 from tests.conftest import poisoned, to_numpy
-from tests.test_formats_regular import (
+from tests.formats.test_regular import (
     _gpu_vs_reference,
     assert_close,
     assert_same_matrix,

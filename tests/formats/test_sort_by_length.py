@@ -17,7 +17,7 @@ from sparsegpu.formats import jds as jds_module
 from sparsegpu.formats.jds import RANK_BLOCK, sorted_by_length
 from sparsegpu.reference import regular as regular_reference
 from tests.conftest import to_numpy
-from tests.test_formats_regular import (
+from tests.formats.test_regular import (
     REAL_MATRICES,
     equal_rows_matrix,
     long_row_matrix,
