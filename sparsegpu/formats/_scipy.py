@@ -71,6 +71,14 @@ def _owned(a: np.ndarray, originals: list[np.ndarray]) -> np.ndarray:
     return a.copy() if any(np.may_share_memory(a, o) for o in originals) else a
 
 
+try:  # SciPy's compiled kernels behind ``S @ x``, which accumulate into a given array
+    from scipy.sparse._sparsetools import csc_matvec, csr_matvec
+
+    _MATVEC = {"csr": csr_matvec, "csc": csc_matvec}
+except ImportError:  # a SciPy without them: the public product and a copy
+    _MATVEC = {}
+
+
 def scipy_product(matrix: Any, x: np.ndarray, y: np.ndarray | None, alpha: Any, beta: Any, transpose: bool) -> np.ndarray:
     """The CPU backend's ``alpha * A @ x + beta * y`` (``A.T`` with ``transpose``) for a
     ``matrix`` on the CPU: SciPy's compiled CSR (CSC for ``A.T``) product over a view of the
@@ -83,7 +91,15 @@ def scipy_product(matrix: Any, x: np.ndarray, y: np.ndarray | None, alpha: Any, 
         csr = matrix if matrix.format == "csr" else matrix._cache.setdefault("host_csr", matrix.to_csr())
         plain = sp.csr_array((csr.data, csr.indices, csr.indptr), shape=matrix._shape, copy=False)
         view = matrix._cache[key] = plain.T if transpose else plain
-    product = view @ x
     if y is None:
+        product = view @ x
         return product if alpha == 1 else np.multiply(product, alpha, out=product)
-    return combine(y, product, alpha, beta)
+    if beta == 0 and _MATVEC and y.flags.c_contiguous:
+        # Straight into y, as SciPy's own product fills the array it allocates: no temporary,
+        # no copy (a product on a matrix of 10^5 entries costs tens of microseconds less).
+        y.fill(0)
+        _MATVEC[view.format](*view.shape, view.indptr, view.indices, view.data, np.ascontiguousarray(x), y)
+        if alpha != 1:
+            y *= alpha
+        return y
+    return combine(y, view @ x, alpha, beta)
