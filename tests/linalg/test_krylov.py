@@ -188,7 +188,14 @@ def test_gmres_exact_solution_breakdown_matches_scipy(rng):
                                         callback_type="pr_norm")
             for every in (1, 3):
                 x, info, iterations, history = _gmres_run(A, b, rtol=rtol, maxiter=maxiter, check_every=every)
-                assert info == info_ref and iterations == len(presid_ref) == len(history)
+                assert info == info_ref and iterations == len(history)
+                if iterations != len(presid_ref):
+                    # SciPy from 1.18 does not stop the cycle at the breakdown: with rtol = 0 it
+                    # goes on with residuals at the rounding level. We stop where the Krylov
+                    # space closed (the exact solution is in it); SciPy's later steps change
+                    # nothing but rounding.
+                    assert rtol == 0 and iterations < len(presid_ref)
+                    assert max(presid_ref[iterations - 1:]) <= 1e-12  # relative residuals
                 assert np.isfinite(x).all()
                 np.testing.assert_allclose(x, x_ref, rtol=1e-12, atol=1e-14)
     x, info, iterations, _ = _gmres_run(sp.csr_array(sp.eye_array(n)), np.arange(1.0, n + 1))
