@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Solvers (issue 8's targets): CG per iteration, sparsegpu.linalg against
+"""Solvers: CG per iteration, sparsegpu.linalg against
 cupyx.scipy.sparse.linalg, on 2-D Poisson with 99,856 and 4M unknowns; and all four solvers per
 iteration against SciPy at 10^7 nonzeros."""
 
@@ -10,7 +10,7 @@ import scipy.sparse.linalg as sla
 import sparsegpu
 from sparsegpu import datasets, linalg
 from sparsegpu.bench import solvers as bench
-from sparsegpu.linalg._bench import fixed_iterations
+from sparsegpu.bench.solvers import fixed_iterations
 
 from ._common import require_gpu
 

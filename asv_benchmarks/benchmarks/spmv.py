@@ -58,7 +58,7 @@ class SpMVLatency:
 
 
 class PythonOverhead:
-    """Issue 2's target (<= 15 us): one CSR ``spmv(x, y)`` call plus synchronisation on a
+    """The per-call target (<= 15 us): one CSR ``spmv(x, y)`` call plus synchronisation on a
     1000-row matrix, minus the GPU time of its kernels."""
 
     unit = "us"

@@ -1,5 +1,5 @@
 """Streamed host -> device uploads: ``upload_csr`` from pageable and from pinned arrays, with
-and without its device checks (``check=False``: what validation costs), ``CSR.from_scipy``
+and without its device checks (``check=False``: what validation costs), ``sparsegpu.from_scipy``
 (streamed above ``transfer.STREAM_MIN_BYTES``), and cupyx's ``csr_matrix(S)``, as GB/s of the
 matrix's host bytes, on a 620 MB CSR (5M rows x 10). Skipped without a GPU."""
 
@@ -10,10 +10,10 @@ from typing import Any
 
 import scipy.sparse as sp
 
+import sparsegpu
 from sparsegpu import transfer
 from sparsegpu.bench import timing
 from sparsegpu.bench.transfer import build_matrix
-from sparsegpu.formats.csr import CSR
 
 from ._common import require_gpu
 
@@ -43,7 +43,7 @@ class Upload:
 
             self.run = lambda: csp.csr_matrix(S)
         elif path == "from_scipy":
-            self.run = lambda: CSR.from_scipy(S, backend="gpu")
+            self.run = lambda: sparsegpu.from_scipy(S, backend="gpu")
         else:
             check = not path.endswith("check=False")
             self.run = lambda: transfer.upload_csr(S, backend="gpu", check=check)

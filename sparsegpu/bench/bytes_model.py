@@ -83,7 +83,7 @@ def histogram_bytes(n: int, dtype: Any) -> int:
 
 def cg_iteration_bytes(rows: int, nnz: int, value_dtype: Any = np.float64, index_dtype: Any = np.int32) -> int:
     """Least bytes one unpreconditioned CG iteration on a square matrix moves with the fusion
-    issue 8 describes: one SpMV (``q = A p`` with the dot product ``p.q`` in its epilogue), one
+    the solver targets count: one SpMV (``q = A p`` with the dot product ``p.q`` in its epilogue), one
     pass updating ``x += alpha p`` and ``r -= alpha q`` with ``r.r`` (reads x, p, r, q; writes
     x, r) and one pass ``p = r + beta p`` (reads r, p; writes p): the SpMV plus 9 vectors.
 

@@ -228,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     charted = bool(payload.get("spmv")) and report.plot_spmv(args.out / "bench.png", payload)
     report.print_tables(payload)
     for compared in payload.get("cg_linalg", []):
-        print(f"\nsparsegpu.linalg._bench.compare_cg: {compared}")
+        print(f"\nsparsegpu.bench.solvers.compare_cg: {compared}")
     if "transfer" in payload:
         transfer_bench.print_transfer(payload["transfer"])
     bad = failures(payload) + transfer_bench.failures(payload.get("transfer"))

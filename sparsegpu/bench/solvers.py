@@ -47,7 +47,7 @@ from sparsegpu._backend import to_backend
 from sparsegpu.bench.bytes_model import cg_iteration_bytes, effective_gbps
 from sparsegpu.bench.timing import synchronize
 
-#: Grid sides the issue 8 targets name: 2000^2 = 4M unknowns and 316^2 = 99,856 (about 10^5).
+#: Grid sides of the solver targets: 2000^2 = 4M unknowns and 316^2 = 99,856 (about 10^5).
 TARGET_GRIDS = (2000, 316)
 UNREACHABLE = {"rtol": 1e-30, "atol": 0.0}
 

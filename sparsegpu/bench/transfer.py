@@ -12,7 +12,7 @@ gives the CPU path's host times and says so.
 
 >>> result = bench_transfer("cpu", rows=2000, per_row=4, repeat=1)
 >>> [row["what"] for row in result["rows"]][:2]
-['upload_csr, pageable, pack=threads', 'CSR.from_scipy(S), pageable (streamed when large)']
+['upload_csr, pageable, pack=threads', 'sparsegpu.from_scipy(S), pageable (streamed when large)']
 >>> import io
 >>> text = io.StringIO()
 >>> print_transfer(result, file=text)
@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+import sparsegpu
 from sparsegpu import transfer
-from sparsegpu.formats.csr import CSR
 from sparsegpu.bench.timing import synchronize
 
 #: Rows of the benchmark matrix by ``--size``: 20M rows x 10 per row, float64/int32, is
@@ -174,15 +174,15 @@ def bench_transfer(backend: str, rows: int = ROWS["medium"], per_row: int = PER_
         step("cupyx csr_matrix, unsorted")
         cupyx_unsorted_s, _ = _median_seconds(lambda: cupyx.scipy.sparse.csr_matrix(U), backend, 1, warmup=0)
     # The default path and from_scipy (the same streamed path) in turn, in the same state.
-    step("upload_csr and CSR.from_scipy, pageable")
+    step("upload_csr and sparsegpu.from_scipy, pageable")
     both = _interleaved_medians({"upload": lambda: transfer.upload_csr(S, backend=backend, report=True),
-                                 "from_scipy": lambda: CSR.from_scipy(S, backend=backend)}, backend, repeat)
+                                 "from_scipy": lambda: sparsegpu.from_scipy(S, backend=backend)}, backend, repeat)
     (upload_s, (A, report)), (from_scipy_s, B) = both["upload"], both["from_scipy"]
-    for what, matrix in (("upload_csr, pageable, pack=threads", A), ("CSR.from_scipy", B)):
+    for what, matrix in (("upload_csr, pageable, pack=threads", A), ("sparsegpu.from_scipy", B)):
         if not _same_csr(matrix, reference):
             wrong.append(what)
     record("upload_csr, pageable, pack=threads", upload_s, report=report)
-    record("CSR.from_scipy(S), pageable (streamed when large)", from_scipy_s)
+    record("sparsegpu.from_scipy(S), pageable (streamed when large)", from_scipy_s)
     A = B = None
     step("validation cost: upload_csr with check=True and check=False")
     validation = _bench_validation(S, reference, backend, repeat, wrong)
@@ -195,7 +195,7 @@ def bench_transfer(backend: str, rows: int = ROWS["medium"], per_row: int = PER_
         record("cupyx.scipy.sparse.csr_matrix(S), canonical", cupyx_s)
         record("cupyx.scipy.sparse.csr_matrix(U), unsorted", cupyx_unsorted_s)
         for row in results:
-            if row["what"].startswith(("upload_csr, pageable, pack", "CSR.from_scipy")):  # canonical input
+            if row["what"].startswith(("upload_csr, pageable, pack", "sparsegpu.from_scipy")):  # canonical input
                 row["vs_cupyx"] = cupyx_s / row["seconds"]
             elif "unsorted (canon" in row["what"]:
                 row["vs_cupyx"] = cupyx_unsorted_s / row["seconds"]

@@ -15,7 +15,7 @@
   block under a device memory budget.
 
 On the CPU backend the same calls run without transfers: :func:`upload_csr` builds a CPU
-:class:`~sparsegpu.CSR`, :class:`OutOfCoreCSR` runs the reference kernel block by block.
+:class:`~sparsegpu.CSR`, :class:`OutOfCoreCSR` runs SciPy's product block by block.
 
 >>> import numpy as np, scipy.sparse as sp
 >>> S = sp.random(1000, 300, density=0.02, random_state=0, format="csr")

@@ -91,7 +91,7 @@ class OutOfCoreCSR:
     same threads per row, so ``A @ x`` is bitwise equal to ``CSR.from_scipy(S) @ x`` for a
     canonical ``S``, and deterministic. Block b's upload runs while block b-1's SpMV runs, on
     its own CUDA stream. Launch plans are built per block on the first product and cached. On
-    the CPU backend the blocks run the reference kernel one after the other.
+    the CPU backend the blocks run SciPy's product one after the other.
 
     Parameters
     ----------

@@ -20,7 +20,7 @@ from sparsegpu.reference import regular as regular_reference
 from tests.conftest import poisoned, to_numpy, xp_for
 
 REAL_MATRICES = datasets.real_matrix_names()
-requires_matrices = pytest.mark.skipif(not REAL_MATRICES, reason="shared/matrices not found")
+requires_matrices = pytest.mark.skipif(not REAL_MATRICES, reason="real matrices not found (set SPARSEGPU_MATRICES)")
 REGULAR = ("ell", "hyb", "jds", "sell")
 ALL_FORMATS = ("coo", "csr", "csc") + REGULAR
 # Each format with its default parameters and with awkward ones.

@@ -27,7 +27,7 @@ from sparsegpu import convert
 
 EXAMPLES = int(os.environ.get("SPARSEGPU_FUZZ_EXAMPLES", "500"))
 BACKEND = os.environ.get("SPARSEGPU_FUZZ_BACKEND") or sparsegpu.backend()
-FORMATS = ("csr", "csc", "coo", "ell", "hyb", "jds", "sell")
+FORMATS = tuple(sorted(sparsegpu.SparseMatrix.formats))  # every registered format
 LAYOUTS = ("csr", "csc", "coo")
 CORRUPTIONS = (
     "none", "pointer_huge", "pointer_negative", "pointer_swap", "pointer_first", "pointer_last",
