@@ -152,6 +152,13 @@ def check_index_extremes(name: str, low: int, high: int, bound: int, axis: str) 
 def check_compressed(indptr: Any, indices: Any, data: Any, n_major: int, n_minor: int,
                      major: str, minor: str) -> None:
     """The arrays of a CSR (major = rows) or CSC (major = columns) matrix describe one."""
+    check_pointers(indptr, indices, data, n_major, major)
+    check_indices_in_range("indices", indices, n_minor, minor)
+
+
+def check_pointers(indptr: Any, indices: Any, data: Any, n_major: int, major: str) -> None:
+    """The pointers of a compressed layout: ``n_major + 1`` integers from 0, monotone, ending at
+    the stored entries, which ``indices`` and ``data`` hold alike (their values not read)."""
     check_index_array("indptr", indptr, n_major + 1)
     check_index_array("indices", indices)
     if data.ndim != 1:
@@ -169,7 +176,6 @@ def check_compressed(indptr: Any, indices: Any, data: Any, n_major: int, n_minor
             f"indptr is not monotone: indptr[{bad + 1}] = {_host_int(indptr[bad + 1])} < "
             f"indptr[{bad}] = {_host_int(indptr[bad])} ({major} {bad})"
         )
-    check_indices_in_range("indices", indices, n_minor, minor)
 
 
 def is_canonical(indptr: np.ndarray, indices: np.ndarray) -> bool:
