@@ -5,7 +5,8 @@
 // the number of adjacent pairs not strictly increasing in (row, col), in five 64-bit words that
 // start at zero. Extremes are kept as order keys (a signed value with its sign bit flipped is
 // ordered like an unsigned one) so a zeroed word is a valid start for atomicMax; a minimum is the
-// maximum of the complemented key. Integer atomics: exact and reproducible.
+// maximum of the complemented key. Integer atomics: exact and reproducible. inspect_csr_chunk does
+// the same for a chunk of a CSR's column indices as it arrives in a streamed upload.
 //
 // Pointers from sorted rows (compress_sorted): indptr[r] = the first entry whose row is >= r, a
 // binary search per pointer (every word written once, no atomics, balanced whatever the gaps).
@@ -68,6 +69,26 @@ template <class I> __device__ __forceinline__ Entry<I> padding_entry() {
 
 __device__ __forceinline__ unsigned long long order_key(long long v) { return (unsigned long long)v ^ SIGN_BIT; }
 
+// Block maxima of Q per-thread words, merged into out[0..Q) by atomicMax (one atomic per word and
+// block; words that stayed zero are skipped).
+template <int Q>
+__device__ __forceinline__ void merge_block_maxima(const unsigned long long (&mine)[Q], unsigned long long* out) {
+    __shared__ unsigned long long extremes[Q][CONVERT_BLOCK / 32];
+#pragma unroll
+    for (int q = 0; q < Q; ++q) {
+        unsigned long long v = mine[q];
+#pragma unroll
+        for (int offset = 16; offset > 0; offset /= 2) v = max(v, sg::shfl_down(v, offset));
+        if (threadIdx.x % 32 == 0) extremes[q][threadIdx.x / 32] = v;
+    }
+    __syncthreads();
+    if (threadIdx.x < Q) {
+        unsigned long long v = 0;
+        for (int w = 0; w < CONVERT_BLOCK / 32; ++w) v = max(v, extremes[threadIdx.x][w]);
+        if (v) atomicMax(out + threadIdx.x, v);
+    }
+}
+
 // Block sum of a per-thread count, added to *total by thread 0 (one atomic per block).
 __device__ __forceinline__ void add_block_count(unsigned long long count, unsigned long long* total) {
     __shared__ unsigned long long scratch[CONVERT_BLOCK / 32];
@@ -120,22 +141,59 @@ inspect_coo(const I* __restrict__ rows, const I* __restrict__ cols, const long l
             }
         }
     }
-    __shared__ unsigned long long extremes[4][CONVERT_BLOCK / 32];
-    unsigned long long mine[4] = {row_low, row_high, col_low, col_high};
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-        unsigned long long v = mine[q];
-#pragma unroll
-        for (int offset = 16; offset > 0; offset /= 2) v = max(v, sg::shfl_down(v, offset));
-        if (lane == 0) extremes[q][threadIdx.x / 32] = v;
-    }
-    __syncthreads();
-    if (threadIdx.x < 4) {
-        unsigned long long v = 0;
-        for (int w = 0; w < CONVERT_BLOCK / 32; ++w) v = max(v, extremes[threadIdx.x][w]);
-        if (v) atomicMax(out + threadIdx.x, v);
-    }
+    const unsigned long long mine[4] = {row_low, row_high, col_low, col_high};
+    merge_block_maxima<4>(mine, out);
     add_block_count(unsorted, out + 4);
+}
+
+// CSR chunk inspection (inspect_csr_chunk): one read of a chunk of column indices, at global
+// position `offset`, as it arrives in a streamed upload. Into three words shared by every chunk
+// (zeroed once): max ~key(col), max key(col), and the adjacent pairs inside the chunk that do not
+// strictly increase within a row. `row_starts` holds, sorted, the global positions of the rows
+// that start strictly inside the chunk; a pair that goes down is looked up there (a binary
+// search, only for pairs that go down: canonical input never searches). Pairs across chunks are
+// the caller's.
+template <class I>
+__device__ __forceinline__ bool starts_a_row(const I* row_starts, long long n_starts, long long position) {
+    long long low = 0, high = n_starts;
+    while (low < high) {
+        const long long mid = (low + high) / 2;
+        if ((long long)row_starts[mid] < position) low = mid + 1; else high = mid;
+    }
+    return low < n_starts && (long long)row_starts[low] == position;
+}
+
+template <class I>
+__global__ void __launch_bounds__(CONVERT_BLOCK)
+inspect_csr_chunk(const I* __restrict__ cols, const long long n, const I* __restrict__ row_starts,
+                  const long long n_starts, const long long offset, unsigned long long* __restrict__ out) {
+    const int lane = threadIdx.x % 32;
+    const long long warp = ((long long)blockIdx.x * CONVERT_BLOCK + threadIdx.x) / 32;
+    const long long warps = (long long)gridDim.x * (CONVERT_BLOCK / 32);
+    unsigned long long col_low = 0, col_high = 0, unsorted = 0;
+    for (long long base = warp * 32; base < n; base += warps * 32 * INSPECT_ITEMS) {
+        I c[INSPECT_ITEMS];
+#pragma unroll
+        for (int k = 0; k < INSPECT_ITEMS; ++k) {
+            const long long j = base + k * warps * 32 + lane;
+            c[k] = j < n ? cols[j] : I(0);
+        }
+#pragma unroll
+        for (int k = 0; k < INSPECT_ITEMS; ++k) {
+            const long long j = base + k * warps * 32 + lane;
+            I previous = sg::shfl_up(c[k], 1);
+            if (lane == 0 && j > 0 && j < n) previous = cols[j - 1];
+            if (j < n) {
+                const unsigned long long ck = order_key(c[k]);
+                col_low = max(col_low, ~ck);
+                col_high = max(col_high, ck);
+                if (j > 0 && c[k] <= previous) unsorted += !starts_a_row(row_starts, n_starts, offset + j);
+            }
+        }
+    }
+    const unsigned long long mine[2] = {col_low, col_high};
+    merge_block_maxima<2>(mine, out);
+    add_block_count(unsorted, out + 2);
 }
 
 // ---------------------------------------------------------------- pointers <-> rows

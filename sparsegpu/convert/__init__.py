@@ -15,7 +15,7 @@ Results are canonical (indices sorted within each row or column, duplicates summ
 order), so conversions are deterministic: bitwise the same run to run.
 """
 
-from sparsegpu.convert.coo import CooFacts, coo_to_csr, csr_to_coo, inspect_coo
+from sparsegpu.convert.coo import CooFacts, coo_to_csr, csr_to_coo, inspect_coo, inspect_csr_chunk
 from sparsegpu.convert.coo_sort import (
     BLOCKS_PER_SM,
     CONVERT_BLOCK,
@@ -63,6 +63,7 @@ __all__ = [
     "csr_to_coo",
     "expand_pointers",
     "inspect_coo",
+    "inspect_csr_chunk",
     "row_length_stats",
     "row_lengths",
     "swap_major",

@@ -156,6 +156,44 @@ def _as_signed_index(name: str, a: Any, bound: int, axis: str) -> Any:
     return a.astype(np.int64)
 
 
+def inspect_csr_chunk(cols: Any, row_starts: Any, offset: int, words: Any) -> Any:
+    """Accumulate into ``words`` (uint64[3], zeroed before the first chunk) what one read of a
+    chunk of a CSR's column indices tells: its column extremes as order keys (max ~key, max
+    key: :func:`sparsegpu.reference.convert.decode_key` reads them) and the adjacent pairs in
+    the chunk that do not strictly increase within a row. ``offset`` is the chunk's global
+    position; ``row_starts`` the sorted global positions of the rows starting strictly inside
+    it. For streamed uploads, chunk by chunk as they arrive: one kernel (on the current CUDA
+    stream) or its NumPy reference. Pairs across chunks are the caller's to check.
+
+    Parameters
+    ----------
+    cols, row_starts : int32 or int64 array of one library and dtype
+    offset : int
+    words : uint64 array of 3, same library
+
+    Returns
+    -------
+    words
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> words = np.zeros(3, np.uint64)
+    >>> _ = inspect_csr_chunk(np.array([4, 2, 5, 5]), np.array([11]), 10, words)
+    >>> int(words[2])  # 4 -> 2 starts a row at position 11; 5 -> 5 repeats within one
+    1
+    """
+    if cols.size == 0:
+        return words
+    if not is_device_array(cols):
+        return reference.inspect_csr_chunk(cols, row_starts, offset, words)
+    blocks = min(blocks_for(cols.size, CONVERT_BLOCK * INSPECT_ITEMS), BLOCKS_PER_SM * _multiprocessors())
+    _index_kernel("inspect_csr_chunk", cols.dtype)(
+        (blocks,), (CONVERT_BLOCK,),
+        (cols, np.int64(cols.size), row_starts, np.int64(row_starts.size), np.int64(offset), words))
+    return words
+
+
 def inspect_coo(rows: Any, cols: Any) -> CooFacts:
     """Index extremes and sortedness of COO coordinates, in one pass.
 

@@ -35,7 +35,7 @@ DATA_DTYPES = tuple(np.dtype(t) for t in (np.int32, np.int64, np.float32, np.flo
 # Index-only kernels: the value type is a placeholder (int32), the index type is I.
 INDEX_KERNELS = KernelFile(
     "convert.cu",
-    [f"{name}<{{I}}>" for name in ("inspect_coo", "compress_sorted", "count_digits",
+    [f"{name}<{{I}}>" for name in ("inspect_coo", "inspect_csr_chunk", "compress_sorted", "count_digits",
                                    "partition_tiles", "sort_long_chunks", "merge_runs")],
     (np.int32,),
     _INDEX_DTYPES,

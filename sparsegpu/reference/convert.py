@@ -69,6 +69,19 @@ def inspect_coo(rows: np.ndarray, cols: np.ndarray, out: np.ndarray) -> np.ndarr
     return out
 
 
+def inspect_csr_chunk(cols: np.ndarray, row_starts: np.ndarray, offset: int, out: np.ndarray) -> np.ndarray:
+    """out (uint64[3], accumulated over chunks) <- max ~key(col), max key(col), and the count of
+    j >= 1 with cols[j] <= cols[j-1] whose global position ``offset + j`` starts no row (is not in
+    ``row_starts``): a chunk of a CSR's column indices, as kernels/convert.cu inspects it."""
+    if cols.size:
+        keys = order_key(cols)
+        out[0] = max(int(out[0]), int((~keys).max()))
+        out[1] = max(int(out[1]), int(keys.max()))
+        down = np.flatnonzero(cols[1:] <= cols[:-1]) + 1
+        out[2] += np.uint64(np.count_nonzero(~np.isin(offset + down, row_starts)))
+    return out
+
+
 def mark_row_starts(indptr: np.ndarray, marks: np.ndarray) -> np.ndarray:
     """marks[indptr[r]] = r for every non-empty row r whose start lies in [0, len(marks))."""
     starts, ends = indptr[:-1], indptr[1:]

@@ -10,10 +10,12 @@ from typing import Any, Literal
 import numpy as np
 
 from sparsegpu import _validate, convert
+from sparsegpu.convert import inspect_csr_chunk
 from sparsegpu._backend import resolve_backend
 from sparsegpu.formats._base import as_scipy_sparse, canonical_scipy
 from sparsegpu.formats.csr import CSR
 from sparsegpu.primitives import expand_pointers
+from sparsegpu.reference.convert import decode_key
 from sparsegpu.transfer._checks import (
     PackStrategy,
     check_casting,
@@ -51,16 +53,18 @@ def worth_streaming(S: Any) -> bool:
 
 
 class CsrChecks:
-    """Per-chunk validation of a CSR upload, run on the device as chunks arrive: index range
-    (min, max), strictly increasing columns within rows (sorted, no duplicates), monotone row
-    pointers. Results stay on the device until :meth:`verdict` reads them once."""
+    """Per-chunk validation of a CSR upload, run on the device as chunks arrive: one kernel a
+    chunk of indices (:func:`sparsegpu.convert.inspect_csr_chunk`: the index range, and columns
+    strictly increasing within rows, into three words every chunk shares), one comparison a
+    chunk of pointers (monotone). Results stay on the device until :meth:`verdict` reads them
+    once."""
 
     def __init__(self, indptr_host: np.ndarray, n_cols: int) -> None:
+        import cupy
+
         self.indptr_host = indptr_host
         self.n_cols = n_cols
-        self.minima: list[Any] = []
-        self.maxima: list[Any] = []
-        self.unsorted: list[Any] = []
+        self.words = cupy.zeros(3, np.uint64)  # max ~key(col), max key(col), pairs out of order
         self.pointer_drops: list[Any] = []
         self.indptr_device: Any = None
         self.indptr_ready: list[Any] = []
@@ -85,27 +89,17 @@ class CsrChecks:
             for event in self.indptr_ready:
                 stream.wait_event(event)
             self.waited.add(id(stream))
-        self.minima.append(arrived.min())
-        self.maxima.append(arrived.max())
-        if arrived.size > 1:
-            drops = arrived[1:] <= arrived[:-1]
-            # Row starts strictly inside the chunk may go down: clear their pair.
-            first = int(self._search(chunk.start, "right"))
-            last = int(self._search(chunk.stop, "left"))
-            if last > first:
-                at = self.indptr_device[first:last].astype(np.int64) - (chunk.start + 1)
-                # Clipped into a spare slot, so malformed pointers cannot write out of bounds.
-                padded = cupy.zeros(drops.size + 1, bool)
-                padded[:-1] = drops
-                padded[cupy.clip(at, 0, drops.size)] = False
-                drops = padded[:-1]
-            self.unsorted.append(cupy.count_nonzero(drops))
+        # The rows starting strictly inside the chunk (garbage when the pointers are not
+        # monotone, which the verdict refuses whatever the words say).
+        first = int(self._search(chunk.start, "right"))
+        last = max(int(self._search(chunk.stop, "left")), first)
+        inspect_csr_chunk(arrived, self.indptr_device[first:last], chunk.start, self.words)
 
     def verdict(self, indices: Any, indptr: Any, index_chunks: list[Chunk], pointer_chunks: list[Chunk]) -> bool:
         """Raise ValueError for bad indices or pointers; True when canonical."""
         import cupy
 
-        counts = list(self.unsorted)
+        counts = [cupy.zeros(1, np.uint64)]
         # Pairs across chunk boundaries (those not at a row start), checked once at the end.
         starts = np.array([c.start for c in index_chunks[1:]], dtype=np.int64)
         if starts.size:
@@ -113,27 +107,28 @@ class CsrChecks:
             at_row_start = self.indptr_host[position] == starts
             inner = cupy.asarray(starts[~at_row_start])
             if inner.size:
-                counts.append(cupy.count_nonzero(indices[inner] <= indices[inner - 1]))
+                counts.append(cupy.count_nonzero(indices[inner] <= indices[inner - 1]).reshape(1))
         cuts = np.array([c.start for c in pointer_chunks[1:]], dtype=np.int64)
-        drops = list(self.pointer_drops)
+        drops = [d.reshape(1) for d in self.pointer_drops]
         if cuts.size:
             device_cuts = cupy.asarray(cuts)
-            drops.append(cupy.count_nonzero(indptr[device_cuts] < indptr[device_cuts - 1]))
-        values = [v.astype(np.int64) for v in (self.minima + self.maxima + counts + drops)]
-        host = cupy.stack(values).get() if values else np.zeros(0, np.int64)
-        k = len(self.minima)
-        minima, maxima = host[:k], host[k:2 * k]
-        unsorted, pointer_drops = host[2 * k:2 * k + len(counts)], host[2 * k + len(counts):]
-        if pointer_drops.sum():
+            drops.append(cupy.count_nonzero(indptr[device_cuts] < indptr[device_cuts - 1]).reshape(1))
+        total = [cupy.concatenate([c.astype(np.uint64) for c in group]).sum(keepdims=True)
+                 for group in (counts, drops or [cupy.zeros(1, np.uint64)])]
+        words = cupy.concatenate([self.words, *total]).get()  # the one read back
+        unsorted, pointer_drops = int(words[2]) + int(words[3]), int(words[4])
+        if pointer_drops:
             raise ValueError("indptr is not monotone (row pointers go down somewhere)")
-        if k and minima.min() < 0:
-            raise ValueError(f"indices holds a negative index ({int(minima.min())})")
-        if k and maxima.max() >= self.n_cols:
-            raise ValueError(f"indices holds index {int(maxima.max())}, out of range for {self.n_cols} columns")
-        return not unsorted.sum()
+        if index_chunks:
+            low, high = decode_key(~int(words[0]) & _MASK), decode_key(int(words[1]))
+            if low < 0:
+                raise ValueError(f"indices holds a negative index ({low})")
+            if high >= self.n_cols:
+                raise ValueError(f"indices holds index {high}, out of range for {self.n_cols} columns")
+        return not unsorted
 
 
-#: ``from_scipy`` streams matrices of at least this many bytes (values and indices) through
+_MASK = (1 << 64) - 1
 
 
 def upload_csr(S: Any, *, dtype: Any = None, index_dtype: Any = None, casting: str = "same_kind",

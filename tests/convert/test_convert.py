@@ -536,3 +536,56 @@ def test_gpu_coo_to_csr_bad_input_raises():
         convert.coo_to_csr(r, cupy.asarray([0, -3]), cupy.ones(2), (2, 2))
     with pytest.raises(ValueError, match="cols holds index 5, out of range for 5 columns"):
         convert.coo_to_csr(r, cupy.asarray([0, 5], dtype=np.uint64), cupy.ones(2), (2, 5))
+
+
+def _random_csr_chunk(rng, nnz, index_dtype, canonical):
+    """A CSR of 3,000 columns whose chunk [start, stop) is inspected; with ``canonical`` False a
+    few pairs inside rows go down or repeat, and a few row starts go up as they may."""
+    m = max(nnz // 7, 1)
+    S = sp.random_array((m, 3000), density=min(nnz / (m * 3000), 1.0), rng=rng, format="csr")
+    indptr, indices = S.indptr.astype(index_dtype), S.indices.astype(index_dtype)
+    if not canonical and indices.size > 2:
+        for j in rng.integers(1, indices.size, size=5):
+            indices[j] = indices[j - 1] - int(rng.integers(0, 2))
+    start = int(rng.integers(0, max(indices.size // 3, 1)))
+    stop = int(rng.integers(start, indices.size + 1))
+    starts = indptr[(indptr > start) & (indptr < stop)]
+    return indices, start, stop, starts
+
+
+def _brute_force_chunk(indices, start, stop, starts):
+    chunk = indices[start:stop]
+    down = sum(1 for j in range(1, chunk.size) if chunk[j] <= chunk[j - 1] and start + j not in set(starts.tolist()))
+    return (int(chunk.min()), int(chunk.max()), down) if chunk.size else None
+
+
+@pytest.mark.parametrize("canonical", [True, False])
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_inspect_csr_chunk_reference_counts_pairs_inside_rows(rng, canonical, index_dtype):
+    for nnz in (0, 1, 57, 4000):
+        indices, start, stop, starts = _random_csr_chunk(rng, nnz, index_dtype, canonical)
+        words = np.zeros(3, np.uint64)
+        convert.inspect_csr_chunk(indices[start:stop], starts, start, words)
+        want = _brute_force_chunk(indices, start, stop, starts)
+        if want is not None:
+            got = (reference.decode_key(~int(words[0]) & ((1 << 64) - 1)), reference.decode_key(int(words[1])),
+                   int(words[2]))
+            assert got == want
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("canonical", [True, False])
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("nnz", AWKWARD_NNZ)
+def test_gpu_inspect_csr_chunk_matches_reference(rng, canonical, index_dtype, nnz):
+    """The kernel's three words equal the reference's, accumulated over two chunks."""
+    import cupy
+
+    indices, start, stop, starts = _random_csr_chunk(rng, nnz, index_dtype, canonical)
+    want = np.zeros(3, np.uint64)
+    got = cupy.zeros(3, np.uint64)
+    for a, b in ((start, (start + stop) // 2), ((start + stop) // 2, stop)):
+        inner = starts[(starts > a) & (starts < b)]
+        convert.inspect_csr_chunk(indices[a:b], inner, a, want)
+        convert.inspect_csr_chunk(cupy.asarray(indices[a:b]), cupy.asarray(inner), a, got)
+    assert got.get().tolist() == want.tolist()
