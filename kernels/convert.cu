@@ -147,22 +147,12 @@ inspect_coo(const I* __restrict__ rows, const I* __restrict__ cols, const long l
 }
 
 // CSR chunk inspection (inspect_csr_chunk): one read of a chunk of column indices, at global
-// position `offset`, as it arrives in a streamed upload. Into three words shared by every chunk
-// (zeroed once): max ~key(col), max key(col), and the adjacent pairs inside the chunk that do not
-// strictly increase within a row. `row_starts` holds, sorted, the global positions of the rows
-// that start strictly inside the chunk; a pair that goes down is looked up there (a binary
-// search, only for pairs that go down: canonical input never searches). Pairs across chunks are
-// the caller's.
-template <class I>
-__device__ __forceinline__ bool starts_a_row(const I* row_starts, long long n_starts, long long position) {
-    long long low = 0, high = n_starts;
-    while (low < high) {
-        const long long mid = (low + high) / 2;
-        if ((long long)row_starts[mid] < position) low = mid + 1; else high = mid;
-    }
-    return low < n_starts && (long long)row_starts[low] == position;
-}
-
+// position `offset`, as it arrives in a streamed upload. Into four words shared by every chunk
+// (zeroed once): max ~key(col), max key(col), the adjacent pairs in the chunk that do not
+// strictly increase, and those of them that start a row (allowed). `row_starts` holds, sorted,
+// the global positions of the rows that start strictly inside the chunk (empty rows repeat a
+// position: each position counts once). One grid-stride pass takes the entries, then the row
+// starts: no search per pair. Pairs across chunks are the caller's.
 template <class I>
 __global__ void __launch_bounds__(CONVERT_BLOCK)
 inspect_csr_chunk(const I* __restrict__ cols, const long long n, const I* __restrict__ row_starts,
@@ -170,7 +160,7 @@ inspect_csr_chunk(const I* __restrict__ cols, const long long n, const I* __rest
     const int lane = threadIdx.x % 32;
     const long long warp = ((long long)blockIdx.x * CONVERT_BLOCK + threadIdx.x) / 32;
     const long long warps = (long long)gridDim.x * (CONVERT_BLOCK / 32);
-    unsigned long long col_low = 0, col_high = 0, unsorted = 0;
+    unsigned long long col_low = 0, col_high = 0, down = 0, down_at_starts = 0;
     for (long long base = warp * 32; base < n; base += warps * 32 * INSPECT_ITEMS) {
         I c[INSPECT_ITEMS];
 #pragma unroll
@@ -187,13 +177,21 @@ inspect_csr_chunk(const I* __restrict__ cols, const long long n, const I* __rest
                 const unsigned long long ck = order_key(c[k]);
                 col_low = max(col_low, ~ck);
                 col_high = max(col_high, ck);
-                if (j > 0 && c[k] <= previous) unsorted += !starts_a_row(row_starts, n_starts, offset + j);
+                if (j > 0) down += c[k] <= previous;
             }
         }
     }
+    for (long long k = (long long)blockIdx.x * CONVERT_BLOCK + threadIdx.x; k < n_starts;
+         k += (long long)gridDim.x * CONVERT_BLOCK) {
+        const long long j = (long long)row_starts[k] - offset;
+        // Inside the chunk and not a repeat (an empty row); out-of-range starts come only from
+        // pointers that are not monotone, which the caller refuses.
+        if (j > 0 && j < n && (k == 0 || row_starts[k - 1] != row_starts[k])) down_at_starts += cols[j] <= cols[j - 1];
+    }
     const unsigned long long mine[2] = {col_low, col_high};
     merge_block_maxima<2>(mine, out);
-    add_block_count(unsorted, out + 2);
+    add_block_count(down, out + 2);
+    add_block_count(down_at_starts, out + 3);
 }
 
 // ---------------------------------------------------------------- pointers <-> rows

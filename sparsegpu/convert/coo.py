@@ -157,19 +157,20 @@ def _as_signed_index(name: str, a: Any, bound: int, axis: str) -> Any:
 
 
 def inspect_csr_chunk(cols: Any, row_starts: Any, offset: int, words: Any) -> Any:
-    """Accumulate into ``words`` (uint64[3], zeroed before the first chunk) what one read of a
+    """Accumulate into ``words`` (uint64[4], zeroed before the first chunk) what one read of a
     chunk of a CSR's column indices tells: its column extremes as order keys (max ~key, max
-    key: :func:`sparsegpu.reference.convert.decode_key` reads them) and the adjacent pairs in
-    the chunk that do not strictly increase within a row. ``offset`` is the chunk's global
-    position; ``row_starts`` the sorted global positions of the rows starting strictly inside
-    it. For streamed uploads, chunk by chunk as they arrive: one kernel (on the current CUDA
-    stream) or its NumPy reference. Pairs across chunks are the caller's to check.
+    key: :func:`sparsegpu.reference.convert.decode_key` reads them), the adjacent pairs in the
+    chunk that do not strictly increase, and how many of those start a row: ``words[2] -
+    words[3]`` pairs are out of order within a row. ``offset`` is the chunk's global position;
+    ``row_starts`` the sorted global positions of the rows starting strictly inside it. For
+    streamed uploads, chunk by chunk as they arrive: one kernel (on the current CUDA stream) or
+    its NumPy reference. Pairs across chunks are the caller's to check.
 
     Parameters
     ----------
     cols, row_starts : int32 or int64 array of one library and dtype
     offset : int
-    words : uint64 array of 3, same library
+    words : uint64 array of 4, same library
 
     Returns
     -------
@@ -178,9 +179,9 @@ def inspect_csr_chunk(cols: Any, row_starts: Any, offset: int, words: Any) -> An
     Examples
     --------
     >>> import numpy as np
-    >>> words = np.zeros(3, np.uint64)
+    >>> words = np.zeros(4, np.uint64)
     >>> _ = inspect_csr_chunk(np.array([4, 2, 5, 5]), np.array([11]), 10, words)
-    >>> int(words[2])  # 4 -> 2 starts a row at position 11; 5 -> 5 repeats within one
+    >>> int(words[2] - words[3])  # 4 -> 2 starts a row at position 11; 5 -> 5 repeats within one
     1
     """
     if cols.size == 0:

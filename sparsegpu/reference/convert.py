@@ -70,15 +70,19 @@ def inspect_coo(rows: np.ndarray, cols: np.ndarray, out: np.ndarray) -> np.ndarr
 
 
 def inspect_csr_chunk(cols: np.ndarray, row_starts: np.ndarray, offset: int, out: np.ndarray) -> np.ndarray:
-    """out (uint64[3], accumulated over chunks) <- max ~key(col), max key(col), and the count of
-    j >= 1 with cols[j] <= cols[j-1] whose global position ``offset + j`` starts no row (is not in
-    ``row_starts``): a chunk of a CSR's column indices, as kernels/convert.cu inspects it."""
+    """out (uint64[4], accumulated over chunks) <- max ~key(col), max key(col), the count of j >= 1
+    with cols[j] <= cols[j-1], and the count of those at a row start (each distinct position of
+    ``row_starts``, global, inside the chunk): a chunk of a CSR's column indices, as
+    kernels/convert.cu inspects it. Pairs inside rows out of order: out[2] - out[3]."""
     if cols.size:
         keys = order_key(cols)
         out[0] = max(int(out[0]), int((~keys).max()))
         out[1] = max(int(out[1]), int(keys.max()))
-        down = np.flatnonzero(cols[1:] <= cols[:-1]) + 1
-        out[2] += np.uint64(np.count_nonzero(~np.isin(offset + down, row_starts)))
+        down = cols[1:] <= cols[:-1]
+        out[2] += np.uint64(np.count_nonzero(down))
+        starts = np.unique(np.asarray(row_starts, dtype=np.int64) - offset)
+        starts = starts[(starts > 0) & (starts < cols.size)]
+        out[3] += np.uint64(np.count_nonzero(down[starts - 1]))
     return out
 
 

@@ -55,7 +55,7 @@ def worth_streaming(S: Any) -> bool:
 class CsrChecks:
     """Per-chunk validation of a CSR upload, run on the device as chunks arrive: one kernel a
     chunk of indices (:func:`sparsegpu.convert.inspect_csr_chunk`: the index range, and columns
-    strictly increasing within rows, into three words every chunk shares), one comparison a
+    strictly increasing within rows, into four words every chunk shares), one comparison a
     chunk of pointers (monotone). Results stay on the device until :meth:`verdict` reads them
     once."""
 
@@ -64,7 +64,7 @@ class CsrChecks:
 
         self.indptr_host = indptr_host
         self.n_cols = n_cols
-        self.words = cupy.zeros(3, np.uint64)  # max ~key(col), max key(col), pairs out of order
+        self.words = cupy.zeros(4, np.uint64)  # max ~key(col), max key(col), pairs down, at row starts
         self.pointer_drops: list[Any] = []
         self.indptr_device: Any = None
         self.indptr_ready: list[Any] = []
@@ -116,7 +116,7 @@ class CsrChecks:
         total = [cupy.concatenate([c.astype(np.uint64) for c in group]).sum(keepdims=True)
                  for group in (counts, drops or [cupy.zeros(1, np.uint64)])]
         words = cupy.concatenate([self.words, *total]).get()  # the one read back
-        unsorted, pointer_drops = int(words[2]) + int(words[3]), int(words[4])
+        unsorted, pointer_drops = int(words[2]) - int(words[3]) + int(words[4]), int(words[5])
         if pointer_drops:
             raise ValueError("indptr is not monotone (row pointers go down somewhere)")
         if index_chunks:

@@ -564,12 +564,12 @@ def _brute_force_chunk(indices, start, stop, starts):
 def test_inspect_csr_chunk_reference_counts_pairs_inside_rows(rng, canonical, index_dtype):
     for nnz in (0, 1, 57, 4000):
         indices, start, stop, starts = _random_csr_chunk(rng, nnz, index_dtype, canonical)
-        words = np.zeros(3, np.uint64)
+        words = np.zeros(4, np.uint64)
         convert.inspect_csr_chunk(indices[start:stop], starts, start, words)
         want = _brute_force_chunk(indices, start, stop, starts)
         if want is not None:
             got = (reference.decode_key(~int(words[0]) & ((1 << 64) - 1)), reference.decode_key(int(words[1])),
-                   int(words[2]))
+                   int(words[2]) - int(words[3]))
             assert got == want
 
 
@@ -578,12 +578,12 @@ def test_inspect_csr_chunk_reference_counts_pairs_inside_rows(rng, canonical, in
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
 @pytest.mark.parametrize("nnz", AWKWARD_NNZ)
 def test_gpu_inspect_csr_chunk_matches_reference(rng, canonical, index_dtype, nnz):
-    """The kernel's three words equal the reference's, accumulated over two chunks."""
+    """The kernel's four words equal the reference's, accumulated over two chunks."""
     import cupy
 
     indices, start, stop, starts = _random_csr_chunk(rng, nnz, index_dtype, canonical)
-    want = np.zeros(3, np.uint64)
-    got = cupy.zeros(3, np.uint64)
+    want = np.zeros(4, np.uint64)
+    got = cupy.zeros(4, np.uint64)
     for a, b in ((start, (start + stop) // 2), ((start + stop) // 2, stop)):
         inner = starts[(starts > a) & (starts < b)]
         convert.inspect_csr_chunk(indices[a:b], inner, a, want)
