@@ -191,6 +191,7 @@ inspect_csr_chunk(const I* __restrict__ cols, const long long n, const I* __rest
     const unsigned long long mine[2] = {col_low, col_high};
     merge_block_maxima<2>(mine, out);
     add_block_count(down, out + 2);
+    __syncthreads();  // add_block_count's scratch is read by thread 0 before it is written again
     add_block_count(down_at_starts, out + 3);
 }
 

@@ -184,6 +184,8 @@ def inspect_csr_chunk(cols: Any, row_starts: Any, offset: int, words: Any) -> An
     >>> int(words[2] - words[3])  # 4 -> 2 starts a row at position 11; 5 -> 5 repeats within one
     1
     """
+    if cols.dtype != row_starts.dtype or cols.dtype not in _INDEX_DTYPES:
+        raise TypeError(f"cols and row_starts must both be int32 or both int64, got {cols.dtype} and {row_starts.dtype}")
     if cols.size == 0:
         return words
     if not is_device_array(cols):

@@ -93,7 +93,11 @@ class CsrChecks:
         # monotone, which the verdict refuses whatever the words say).
         first = int(self._search(chunk.start, "right"))
         last = max(int(self._search(chunk.stop, "left")), first)
-        inspect_csr_chunk(arrived, self.indptr_device[first:last], chunk.start, self.words)
+        # The chunk arrives in the source's index type (cast to the stored one after the checks);
+        # the kernel reads both arrays in one type.
+        cols = arrived if arrived.dtype in _KERNEL_INDEX_DTYPES else arrived.astype(np.int64)
+        starts = self.indptr_device[first:last].astype(cols.dtype, copy=False)
+        inspect_csr_chunk(cols, starts, chunk.start, self.words)
 
     def verdict(self, indices: Any, indptr: Any, index_chunks: list[Chunk], pointer_chunks: list[Chunk]) -> bool:
         """Raise ValueError for bad indices or pointers; True when canonical."""
@@ -129,6 +133,7 @@ class CsrChecks:
 
 
 _MASK = (1 << 64) - 1
+_KERNEL_INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
 
 def upload_csr(S: Any, *, dtype: Any = None, index_dtype: Any = None, casting: str = "same_kind",
