@@ -10,7 +10,6 @@ The vector arithmetic is the reference's too, operation for operation (``z + bet
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -21,15 +20,12 @@ from sparsegpu.reference.krylov import (
     BETA,
     CG_P,
     CG_UPDATE,
-    DENOMINATOR_BREAKDOWN,
     FLAG_DINV,
     FLAG_START,
-    NONFINITE,
     PENDING,
-    PQ,
-    RHO,
     RUNNING,
     STATUS,
+    cg_step_length,
 )
 
 
@@ -39,14 +35,10 @@ def _cg_update(r: Any, q: Any, dinv: Any, flag: int, sc: Any, st: Any, history: 
         return
     vtype = r.dtype.type
     if not flag & FLAG_START:
-        rho, pq = float(sc[RHO]), float(sc[PQ])
-        if not (math.isfinite(rho) and math.isfinite(pq)):
-            st[STATUS] = NONFINITE
+        step = cg_step_length(sc, st)
+        if step is None:
             return
-        if pq == 0.0:
-            st[STATUS] = DENOMINATOR_BREAKDOWN
-            return
-        np.multiply(q, vtype(rho / pq), out=scratch)
+        np.multiply(q, vtype(step), out=scratch)
         np.subtract(r, scratch, out=r)
     s0 = reference.dot(r, r)
     s1 = 0.0

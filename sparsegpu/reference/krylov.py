@@ -148,6 +148,19 @@ def lartg(f: float, g: float) -> tuple[float, float, float]:
     return abs(fs) / d, gs / r, r * u
 
 
+def cg_step_length(sc: np.ndarray, st: np.ndarray) -> float | None:
+    """CG's step ``rho / p.q`` from the scalar slots, or None after setting the status word to
+    the breakdown that stops it (a non-finite rho or p.q; p.q == 0)."""
+    rho, pq = float(sc[RHO]), float(sc[PQ])
+    if not (math.isfinite(rho) and math.isfinite(pq)):
+        st[STATUS] = NONFINITE
+        return None
+    if pq == 0.0:
+        st[STATUS] = DENOMINATOR_BREAKDOWN
+        return None
+    return rho / pq
+
+
 def dot(u: np.ndarray, v: np.ndarray) -> float:
     """u.v accumulated in float64, like the kernel's partial sums."""
     return float(np.dot(u.astype(np.float64, copy=False), v.astype(np.float64, copy=False)))
@@ -463,14 +476,10 @@ def krylov_step(op, n, a, b, c, d, e, f, dinv, flag, sc, st, history=None) -> No
         s0 = dot(a, b)
     elif op == CG_UPDATE:  # a = r, b = q
         if not flag & FLAG_START:
-            rho, pq = float(sc[RHO]), float(sc[PQ])
-            if not (math.isfinite(rho) and math.isfinite(pq)):
-                st[STATUS] = NONFINITE
+            step = cg_step_length(sc, st)
+            if step is None:
                 return
-            if pq == 0.0:
-                st[STATUS] = DENOMINATOR_BREAKDOWN
-                return
-            a -= vtype(rho / pq) * b
+            a -= vtype(step) * b
         s0 = dot(a, a)
         if flag & FLAG_DINV:
             s1 = dot(a, dinv * a)
