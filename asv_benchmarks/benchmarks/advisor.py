@@ -1,4 +1,4 @@
-"""The advisor's statistics on the GPU against one CSR SpMV: issue 6 asks for at most one."""
+"""The advisor's statistics on the GPU against one CSR SpMV: the target is at most one."""
 
 from __future__ import annotations
 

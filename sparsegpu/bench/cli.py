@@ -23,7 +23,7 @@ from sparsegpu.bench import primitives as primitives_bench
 from sparsegpu.bench import report, solvers, spmv, timing
 from sparsegpu.bench import transfer as transfer_bench
 
-#: The matrices the performance targets of issues 2 and 5 name, at the sizes they name.
+#: The matrices the SpMV performance targets name, at the sizes they name.
 TARGETS = ("poisson2d:large", "stencil27:large", "rmat:large", "random_uniform:large", "lower_triangular:medium")
 GROUPS = ("all", "real", "generated", "targets")
 PRIMITIVE_N = {"small": 1 << 16, "medium": 1 << 28, "large": 1 << 28}

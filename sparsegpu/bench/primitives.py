@@ -59,7 +59,7 @@ CASES = (
     ("histogram", "int32", "uniform", ("",)),
     ("histogram", "int32", "all equal", ("",)),
 )
-#: Targets of issue 4: share of the device copy, and of the pinned upload for conversions.
+#: The primitives' targets: share of the device copy, and of the pinned upload for conversions.
 COPY_TARGET = 0.85
 CONVERSION_TARGETS = {"csr->coo->csr": 0.10, "unsorted coo->csr": 0.50}
 CONVERSION_NNZ = 10**8

@@ -71,7 +71,7 @@ def spmv_table(payload: dict[str, Any]) -> Table:
 
 def conversion_table(payload: dict[str, Any]) -> Table:
     """Per matrix and format: milliseconds to convert from the uploaded CSR, and that time in
-    products of the format (issue 5 asks for at most 10)."""
+    products of the format (the target is at most 10)."""
     formats = [f for f in payload["meta"]["formats"] if f != "csr"]
     rows = []
     for r in payload["spmv"]:
