@@ -37,7 +37,7 @@ def canonical_scipy(S: Any, layout: str, dtype: Any = None, index_dtype: Any = N
     """``S`` as a scipy ``csr_array`` or ``csc_array`` in canonical form: duplicates summed,
     indices sorted, values and indices in the dtypes sparsegpu stores, in arrays of its own.
 
-    ``S``'s arrays are checked first (:func:`as_scipy_sparse`), so no SciPy routine sees a
+    ``S``'s arrays are checked first (:func:`sparsegpu._validate.check_scipy`), so no SciPy routine sees a
     corrupted matrix, and the result's size is checked against the host's memory. Explicit zeros
     are kept (they are stored entries and count in ``nnz``); call ``S.eliminate_zeros()`` first
     to drop them. The caller's matrix is never modified and never shared."""
