@@ -229,11 +229,20 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
     >>> S.shape, S.nnz <= 4 * 256
     ((256, 256), True)
     """
-    if not (a > 0 and b >= 0 and c >= 0 and a + b + c < 1):
-        raise ValueError(f"R-MAT probabilities must satisfy a > 0, b, c >= 0, a + b + c < 1; got {a}, {b}, {c}")
     rng = np.random.default_rng(seed)
     n, m = 1 << scale, edge_factor << scale
-    index = _index_dtype(n, m)
+    rows, cols = _rmat_coordinates(scale, m, (a, b, c), rng)
+    return _sum_duplicates(rows, cols, _values(rng, m, dtype), (n, n))
+
+
+def _rmat_coordinates(scale: int, m: int, probabilities: tuple[float, float, float],
+                      rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``m`` R-MAT edges over 2^scale vertices: each picks a quadrant ``scale`` times, with
+    probabilities a, b, c and d = 1 - a - b - c."""
+    a, b, c = probabilities
+    if not (a > 0 and b >= 0 and c >= 0 and a + b + c < 1):
+        raise ValueError(f"R-MAT probabilities must satisfy a > 0, b, c >= 0, a + b + c < 1; got {a}, {b}, {c}")
+    index = _index_dtype(1 << scale, m)
     rows = np.zeros(m, dtype=index)
     cols = np.zeros(m, dtype=index)
     # Quadrant thresholds on 16-bit draws: [0, a) top-left, [a, a+b) top-right, [a+b, a+b+c)
@@ -247,7 +256,88 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
         rows |= bottom
         cols <<= 1
         cols |= right
-    return _sum_duplicates(rows, cols, _values(rng, m, dtype), (n, n))
+    return rows, cols
+
+
+# --------------------------------------------------------------------------- graphs
+
+
+def kronecker(scale: int, edge_factor: int = 16, seed: int = 0, weighted: bool = False,
+              dtype: Any = np.float64) -> sp.csr_array:
+    """A Graph500 Kronecker graph as a symmetric adjacency matrix: 2^scale vertices,
+    ``edge_factor * 2^scale`` edges drawn as R-MAT does with a, b, c = 0.57, 0.19, 0.19, the
+    vertex labels permuted at random, every edge made undirected, self loops and repeated
+    edges dropped. Values are 1, or with ``weighted`` uniform in (0, 1] and the same both ways
+    (never 0: SciPy's csgraph reads a stored 0 as no edge).
+
+    >>> A = kronecker(8, 4, seed=1)
+    >>> A.shape, (A != A.T).nnz, int(A.diagonal().sum())
+    ((256, 256), 0, 0)
+    """
+    rng = np.random.default_rng(seed)
+    n, m = 1 << scale, edge_factor << scale
+    rows, cols = _rmat_coordinates(scale, m, (0.57, 0.19, 0.19), rng)
+    labels = rng.permutation(n).astype(rows.dtype)
+    rows, cols = labels[rows], labels[cols]
+    return _undirected(rows, cols, n, rng, weighted, dtype)
+
+
+def grid_graph(rows: int, cols: int, seed: int = 0, weighted: bool = True, dtype: Any = np.float64) -> sp.csr_array:
+    """The 4-neighbour grid of ``rows x cols`` vertices (row-major numbering) as a symmetric
+    adjacency matrix; with ``weighted`` each edge weighs a uniform draw in (0, 1], the same
+    both ways, else 1.
+
+    >>> G = grid_graph(3, 4, weighted=False)
+    >>> G.shape, G.nnz, (G != G.T).nnz
+    ((12, 12), 34, 0)
+    """
+    rng = np.random.default_rng(seed)
+    right_from, right_to, down_from, down_to = _grid_edges(rows, cols)
+    return _undirected(np.concatenate([right_from, down_from]), np.concatenate([right_to, down_to]),
+                       rows * cols, rng, weighted, dtype)
+
+
+def road_like(n: int, seed: int = 0, keep: float = 0.7, dtype: Any = np.float64) -> sp.csr_array:
+    """A road-network-like graph: an ``n x n`` grid of junctions at jittered positions, each
+    street kept with probability ``keep``, weighted by its length. Degrees of at most 4 and a
+    diameter of order n, like the road graphs that make level-by-level traversals long (it
+    may have several components).
+
+    >>> R = road_like(20, seed=2)
+    >>> R.shape, bool((R.data > 0).all()), (R != R.T).nnz
+    ((400, 400), True, 0)
+    """
+    if not 0 < keep <= 1:
+        raise ValueError(f"keep must lie in (0, 1], got {keep}")
+    rng = np.random.default_rng(seed)
+    position = np.stack(np.divmod(np.arange(n * n), n), axis=1) + rng.uniform(-0.3, 0.3, size=(n * n, 2))
+    right_from, right_to, down_from, down_to = _grid_edges(n, n)
+    source, target = np.concatenate([right_from, down_from]), np.concatenate([right_to, down_to])
+    kept = rng.random(source.size) < keep
+    source, target = source[kept], target[kept]
+    length = np.linalg.norm(position[source] - position[target], axis=1)
+    return _sum_duplicates(np.concatenate([source, target]), np.concatenate([target, source]),
+                           np.concatenate([length, length]).astype(dtype), (n * n, n * n))
+
+
+def _grid_edges(rows: int, cols: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(from, to) of the rightward and the downward edges of a row-major grid."""
+    index = _index_dtype(rows * cols)
+    vertex = np.arange(rows * cols, dtype=index).reshape(rows, cols)
+    return vertex[:, :-1].ravel(), vertex[:, 1:].ravel(), vertex[:-1, :].ravel(), vertex[1:, :].ravel()
+
+
+def _undirected(rows: np.ndarray, cols: np.ndarray, n: int, rng: np.random.Generator, weighted: bool,
+                dtype: Any) -> sp.csr_array:
+    """The symmetric adjacency of the edges (rows[k], cols[k]): each unordered pair once in
+    each direction, self loops dropped; values 1, or uniform in (0, 1] with ``weighted``."""
+    keep = rows != cols
+    low, high = np.minimum(rows[keep], cols[keep]), np.maximum(rows[keep], cols[keep])
+    pairs = np.unique(low.astype(np.int64) * n + high)
+    low, high = (pairs // n).astype(rows.dtype), (pairs % n).astype(rows.dtype)
+    weight = 1.0 - rng.random(pairs.size) if weighted else np.ones(pairs.size)
+    return _sum_duplicates(np.concatenate([low, high]), np.concatenate([high, low]),
+                           np.concatenate([weight, weight]).astype(dtype), (n, n))
 
 
 def random_uniform(n_rows: int, row_length: int, n_cols: int | None = None, seed: int = 0,
@@ -364,6 +454,10 @@ GENERATED: dict[str, Family] = {
         Family("rmat", rmat, {"small": {"scale": 10, "edge_factor": 8}, "medium": {"scale": 20, "edge_factor": 16},
                               "large": {"scale": 21, "edge_factor": 16}},
                "R-MAT graph, a,b,c,d = 0.57,0.19,0.19,0.05"),
+        Family("kronecker", kronecker,
+               {"small": {"scale": 10, "edge_factor": 16}, "medium": {"scale": 18, "edge_factor": 16},
+                "large": {"scale": 21, "edge_factor": 16}},
+               "Graph500 Kronecker graph: permuted, symmetric, no self loops"),
         Family("random_uniform", random_uniform,
                {"small": {"n_rows": 1000, "row_length": 8}, "medium": {"n_rows": 1 << 20, "row_length": 16},
                 "large": {"n_rows": 1 << 22, "row_length": 16}},

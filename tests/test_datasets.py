@@ -163,3 +163,35 @@ def test_real_matrices_still_load():
     row = datasets.manifest()[name]
     assert S.shape == (int(row["rows"]), int(row["cols"]))
     assert datasets.matrix_dir() is not None
+
+
+def test_kronecker_is_a_permuted_symmetric_simple_graph():
+    A = datasets.kronecker(12, 16, seed=5)
+    n = 1 << 12
+    assert A.shape == (n, n) and A.has_canonical_format
+    assert (A != A.T).nnz == 0 and A.diagonal().sum() == 0 and set(np.unique(A.data)) == {1.0}
+    degrees = np.diff(A.indptr)
+    # Each of the 16 n drawn edges gives at most two stored entries; R-MAT repeats many.
+    assert 8 * n < A.nnz <= 2 * 16 * n
+    # Labels are permuted: the hub is not vertex 0 (R-MAT's unpermuted hub), and degrees are skewed.
+    assert degrees.argmax() != 0 and degrees.max() > 20 * degrees.mean()
+    again = datasets.kronecker(12, 16, seed=5)
+    assert (again != A).nnz == 0
+    assert (datasets.kronecker(12, 16, seed=6) != A).nnz > 0
+
+
+def test_weighted_graphs_have_positive_symmetric_weights():
+    for G in (datasets.kronecker(9, 8, seed=1, weighted=True), datasets.grid_graph(7, 9, seed=2),
+              datasets.road_like(15, seed=3)):
+        assert (G != G.T).nnz == 0 and G.diagonal().sum() == 0
+        assert G.data.min() > 0 and np.isfinite(G.data).all()
+    assert datasets.kronecker(9, 8, seed=1, weighted=True).data.max() <= 1
+
+
+def test_grid_and_road_graphs_have_grid_degrees():
+    G = datasets.grid_graph(5, 6, weighted=False)
+    assert G.nnz == 2 * (5 * 5 + 4 * 6) and np.diff(G.indptr).max() == 4
+    R = datasets.road_like(30, seed=4, keep=1.0)
+    assert R.nnz == 2 * 2 * 30 * 29 and np.diff(R.indptr).max() == 4
+    with pytest.raises(ValueError, match="keep"):
+        datasets.road_like(5, keep=0)
