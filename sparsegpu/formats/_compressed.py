@@ -309,3 +309,51 @@ class CompressedMatrix(SparseMatrix):
             (self.indptr, self.indices, self.data, x, y, alpha, self._index_dtype.type(n_major)),
         )
         return y
+
+#: The constructor's sections of CSR's and CSC's class docstrings (the same arguments, major and
+#: minor axes swapped), put in place of their ``%(constructor)s`` line.
+_CONSTRUCTOR_DOC = """    Parameters
+    ----------
+    arg1 : (data, indices, indptr)
+        The arrays, as scipy takes them: ``indices[k]`` the {minor} of entry k, {major} i's
+        entries at ``indptr[i]:indptr[i+1]``. Indices need not be sorted; duplicates are summed
+        by products. The matrix copies whatever it would share with them.
+    shape : (int, int)
+        The matrix's shape.
+    dtype : dtype, optional
+        float32, float64, complex64 or complex128 (default: the data's, with integers and
+        booleans stored as float64).
+    index_dtype : {int32, int64}, optional
+        Default: int32 when every index fits.
+    backend : {"gpu", "cpu"}, optional
+        Where NumPy input goes (default: :func:`sparsegpu.backend`); CuPy input stays on the GPU.
+    check : bool, optional
+        Validate lengths and index ranges, pointer monotonicity in one pass (default True); pass False only for
+        arrays known to be valid.
+    casting : str, optional
+        NumPy's casting rule from the data's dtype to ``dtype`` (default "same_kind"; complex
+        to real needs "unsafe").
+
+    Raises
+    ------
+    TypeError
+        ``arg1`` is not a triple of arrays; an unsupported dtype or cast; ``check`` not a bool.
+    ValueError
+        A bad ``shape``; arrays that do not describe a matrix of that shape (lengths, pointers,
+        index ranges); a matrix that cannot fit in memory.
+
+    See Also
+    --------
+    SparseMatrix.from_scipy : the usual way to build one, ``{name}.from_scipy(S)``.
+
+    Examples
+    --------
+"""
+
+
+def document_constructor(cls: type, major: str, minor: str) -> type:
+    """``cls`` with its docstring's ``%(constructor)s`` line replaced by the constructor's
+    Parameters, Raises and See Also sections for a layout compressed along ``major``."""
+    sections = _CONSTRUCTOR_DOC.replace("{major}", major).replace("{minor}", minor).replace("{name}", cls.__name__)
+    cls.__doc__ = cls.__doc__.replace("    %(constructor)s", sections.rstrip())
+    return cls

@@ -7,7 +7,7 @@ from typing import Any
 
 import scipy.sparse as sp
 
-from sparsegpu.formats._compressed import CompressedMatrix
+from sparsegpu.formats._compressed import CompressedMatrix, document_constructor
 from sparsegpu.formats.csr import CSR
 
 
@@ -20,41 +20,7 @@ class CSC(CompressedMatrix):
     (bitwise reproducible); with ``sparsegpu.options(deterministic=False)`` it scatters each
     column with atomic adds instead (no copy, not reproducible).
 
-    Parameters
-    ----------
-    arg1 : (data, indices, indptr)
-        The arrays, as scipy takes them: ``indices[k]`` the row of entry k, column j's entries at ``indptr[j]:indptr[j+1]``. Indices need not be sorted; duplicates
-        are summed by products. The matrix copies whatever it would share with them.
-    shape : (int, int)
-        The matrix's shape.
-    dtype : dtype, optional
-        float32, float64, complex64 or complex128 (default: the data's, with integers and
-        booleans stored as float64).
-    index_dtype : {int32, int64}, optional
-        Default: int32 when every index fits.
-    backend : {"gpu", "cpu"}, optional
-        Where NumPy input goes (default: :func:`sparsegpu.backend`); CuPy input stays on the GPU.
-    check : bool, optional
-        Validate lengths and index ranges, pointer monotonicity in one pass (default True); pass False only for
-        arrays known to be valid.
-    casting : str, optional
-        NumPy's casting rule from the data's dtype to ``dtype`` (default "same_kind"; complex
-        to real needs "unsafe").
-
-    Raises
-    ------
-    TypeError
-        ``arg1`` is not a triple of arrays; an unsupported dtype or cast; ``check`` not a bool.
-    ValueError
-        A bad ``shape``; arrays that do not describe a matrix of that shape (lengths, pointers,
-        index ranges); a matrix that cannot fit in memory.
-
-    See Also
-    --------
-    SparseMatrix.from_scipy : the usual way to build one, ``CSC.from_scipy(S)``.
-
-    Examples
-    --------
+    %(constructor)s
     >>> import numpy as np, scipy.sparse as sp, sparsegpu
     >>> S = sp.random(30, 20, density=0.2, random_state=2, format="csc")
     >>> A = sparsegpu.CSC.from_scipy(S, backend="cpu")
@@ -76,3 +42,6 @@ class CSC(CompressedMatrix):
     def to_csr(self) -> Any:
         data, indices, indptr = self._swapped_arrays()
         return CSR._make(data, indices, indptr, self._shape, self._backend)
+
+
+document_constructor(CSC, "column", "row")

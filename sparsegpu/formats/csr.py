@@ -6,7 +6,7 @@ from typing import Any
 
 import scipy.sparse as sp
 
-from sparsegpu.formats._compressed import CompressedMatrix
+from sparsegpu.formats._compressed import CompressedMatrix, document_constructor
 
 
 class CSR(CompressedMatrix):
@@ -19,41 +19,7 @@ class CSR(CompressedMatrix):
     uses a transposed copy built on first use; with ``sparsegpu.options(deterministic=False)``
     it scatters with atomics instead, saving that memory but not reproducible).
 
-    Parameters
-    ----------
-    arg1 : (data, indices, indptr)
-        The arrays, as scipy takes them: ``indices[k]`` the column of entry k, row i's entries at ``indptr[i]:indptr[i+1]``. Indices need not be sorted; duplicates
-        are summed by products. The matrix copies whatever it would share with them.
-    shape : (int, int)
-        The matrix's shape.
-    dtype : dtype, optional
-        float32, float64, complex64 or complex128 (default: the data's, with integers and
-        booleans stored as float64).
-    index_dtype : {int32, int64}, optional
-        Default: int32 when every index fits.
-    backend : {"gpu", "cpu"}, optional
-        Where NumPy input goes (default: :func:`sparsegpu.backend`); CuPy input stays on the GPU.
-    check : bool, optional
-        Validate lengths and index ranges, pointer monotonicity in one pass (default True); pass False only for
-        arrays known to be valid.
-    casting : str, optional
-        NumPy's casting rule from the data's dtype to ``dtype`` (default "same_kind"; complex
-        to real needs "unsafe").
-
-    Raises
-    ------
-    TypeError
-        ``arg1`` is not a triple of arrays; an unsupported dtype or cast; ``check`` not a bool.
-    ValueError
-        A bad ``shape``; arrays that do not describe a matrix of that shape (lengths, pointers,
-        index ranges); a matrix that cannot fit in memory.
-
-    See Also
-    --------
-    SparseMatrix.from_scipy : the usual way to build one, ``CSR.from_scipy(S)``.
-
-    Examples
-    --------
+    %(constructor)s
     >>> import numpy as np, scipy.sparse as sp, sparsegpu
     >>> S = sp.random(50, 40, density=0.1, random_state=1, format="csr")
     >>> A = sparsegpu.CSR.from_scipy(S, backend="cpu")
@@ -77,3 +43,6 @@ class CSR(CompressedMatrix):
 
     def to_csr(self) -> CSR:
         return self
+
+
+document_constructor(CSR, "row", "column")
