@@ -495,7 +495,12 @@ class SparseMatrix:
         beta = _validate.check_scalar("beta", beta, self._dtype)
         if y is None and beta != 0:
             raise ValueError("beta is nonzero but no y was given to scale and add")
-        host = self if self._backend == "cpu" else self._cache.setdefault("reference", self.asbackend("cpu"))
+        if self._backend == "cpu":
+            host = self
+        else:
+            if "reference" not in self._cache:  # built once: a host copy of the same layout
+                self._cache["reference"] = self.asbackend("cpu")
+            host = self._cache["reference"]
         return host._spmv(x, np.empty(m, self._dtype) if y is None else y, alpha, beta, transpose)
 
     def _spmv(self, x: Any, y: Any, alpha: Any, beta: Any, transpose: bool) -> Any:

@@ -88,7 +88,9 @@ def scipy_product(matrix: Any, x: np.ndarray, y: np.ndarray | None, alpha: Any, 
     key = "scipy_t" if transpose else "scipy"
     view = matrix._cache.get(key)
     if view is None:
-        csr = matrix if matrix.format == "csr" else matrix._cache.setdefault("host_csr", matrix.to_csr())
+        if matrix.format != "csr" and "host_csr" not in matrix._cache:  # shared by both views
+            matrix._cache["host_csr"] = matrix.to_csr()
+        csr = matrix if matrix.format == "csr" else matrix._cache["host_csr"]
         plain = sp.csr_array((csr.data, csr.indices, csr.indptr), shape=matrix._shape, copy=False)
         view = matrix._cache[key] = plain.T if transpose else plain
     if y is None:
