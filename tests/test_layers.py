@@ -1,9 +1,10 @@
 """The package's layers point one way: no module imports a higher layer, and no module imports
 another of the package's modules inside a function (the way a cycle would be dodged).
 
-Order, lowest first: _backend and reference (the NumPy references, importable from every
-layer) -> _validate -> _kernels -> primitives -> convert -> formats -> transfer -> advisor ->
-linalg -> bench, demo and the package's __init__ (which re-exports the public API)."""
+Order, lowest first: _backend, reference (the NumPy references, importable from every layer),
+datasets and semiring (the semiring objects) -> _validate -> _kernels -> primitives -> convert ->
+formats -> transfer -> advisor -> linalg and csgraph -> bench, demo and the package's __init__
+(which re-exports the public API)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "sparsegpu"
 LAYERS = [
-    {"_backend", "reference", "datasets", "_streamcopy"},
+    {"_backend", "reference", "datasets", "_streamcopy", "semiring"},
     {"_validate"},
     {"_kernels"},
     {"primitives"},
@@ -22,7 +23,7 @@ LAYERS = [
     {"formats"},
     {"transfer"},
     {"advisor"},
-    {"linalg"},
+    {"linalg", "csgraph"},
     {"bench", "demo", "__init__", "__main__"},
 ]
 RANK = {room: rank for rank, rooms in enumerate(LAYERS) for room in rooms}
