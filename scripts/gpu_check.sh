@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # The whole GPU check in one command, on a machine with a CUDA GPU and CuPy:
-#   scripts/gpu_check.sh OUTDIR [STEP ...]      STEP: tests sanitizer bench targets transfer asv (default: all)
+#   scripts/gpu_check.sh OUTDIR [STEP ...]      STEP: tests sanitizer bench targets transfer graphs asv
+#                                               (default: all)
 # tests: the test suite with the GPU tests; sanitizer: compute-sanitizer memcheck and racecheck
 # over a small run of every kernel family; bench: the comparison command over all real matrices
 # and the generated families (medium); targets: the issues' performance targets (large
 # matrices, primitives at 2^28, CG, call overhead); transfer: streamed uploads and out-of-core
-# SpMV on a 2.48 GB matrix; asv: the asv suite, --quick.
+# SpMV on a 2.48 GB matrix; graphs: the csgraph functions against SciPy, a hand-written CuPy
+# baseline and GraphBLAS on the large graphs; asv: the asv suite, --quick.
 # Logs go to OUTDIR; a summary table is printed last. Exit status 1 if any step failed.
 set -u -o pipefail
 out=$(realpath -m "${1:?usage: scripts/gpu_check.sh OUTDIR [STEP ...]}")
 shift
-steps=${*:-tests sanitizer bench targets transfer asv}
+steps=${*:-tests sanitizer bench targets transfer graphs asv}
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
@@ -30,6 +32,11 @@ wants() { [[ " $steps " == *" $1 "* ]]; }
 
 # From a source tree: build the optional C helper (streaming-store packing) next to the package.
 python3 setup.py -q build_ext --inplace >"$out/build_ext.log" 2>&1 || echo "build_ext failed: packing falls back to numpy.copyto" >>"$summary"
+# The optional baselines (asv, python-graphblas, networkx) from wheels, where the checkout has them.
+if [ -d .shared/wheels ]; then
+    python3 -m pip install -q --no-index --no-deps --target /tmp/extra-site .shared/wheels/*.whl >/dev/null 2>&1
+    export PYTHONPATH="$PYTHONPATH:/tmp/extra-site"
+fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$out/device.txt" 2>&1
 wants tests && step tests python3 -m pytest -q -p no:cacheprovider --maxfail=40
 if wants sanitizer; then
@@ -40,9 +47,9 @@ fi
 wants bench && step bench python3 -m sparsegpu.bench --size medium --out "$out/bench"
 wants targets && step targets python3 -m sparsegpu.bench --matrices targets --primitives --cg --python-overhead --out "$out/targets"
 wants transfer && step transfer python3 -m sparsegpu.bench --no-spmv --transfer --size large --out "$out/transfer"
+wants graphs && step graphs python3 -m sparsegpu.bench --no-spmv --graphs --size large --out "$out/graphs"
 if wants asv; then
-    python3 -m pip install -q --no-index --no-deps --target /tmp/asv-site .shared/wheels/*.whl >/dev/null 2>&1
-    export PYTHONPATH="/tmp/asv-site:$PYTHONPATH" ASV_PYTHONPATH="/tmp/asv-site:$PYTHONPATH"
+    export ASV_PYTHONPATH="$PYTHONPATH"
     asv_run() { cd asv_benchmarks && python3 -m asv machine --yes && python3 -m asv run -E existing:same --quick --show-stderr; }
     step asv asv_run
 fi
