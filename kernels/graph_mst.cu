@@ -1,21 +1,26 @@
 // Minimum spanning forest, Boruvka's algorithm (sparsegpu/csgraph/_device_mst.py drives the rounds).
 //
-// The undirected edges are taken once each (the upper triangle, row < col) and sorted once by
-// (weight, row, col); an edge's place in that order is its rank, a total order with no ties, so
-// the lightest edge out of every component is unique and the forest does not depend on timing.
-// The edges still crossing between components ("alive" edges) are kept in rank order, so an
-// edge's position in the alive list orders edges as its rank does, and the lightest edge of a
-// component is the smallest position: one integer atomicMin per endpoint.
+// The undirected edges are taken once each (the upper triangle, row < col, in CSR order, so
+// sorted by (row, col)); an edge is lighter than another when (weight, row, col) is smaller, a
+// total order, so the lightest edge out of every component is unique and the forest does not
+// depend on timing. The edges still crossing between components ("alive" edges) keep that
+// (row, col) order, so among edges of equal weight the smaller position in the alive list is
+// the lighter: a component's lightest edge is found by two integer atomicMin passes, the
+// smallest weight (its bits mapped to an order-preserving unsigned key), then the smallest
+// position among the edges of that weight. No sort is needed.
 //
 // One round:
-//   lightest_edges   best[c] = the smallest alive position touching component c
-//   hook_components  each component c links to the component across its best edge and marks
-//                    that edge; the lightest-edge graph has no cycles but mutual pairs (both
-//                    picked the same edge), whose smaller component stays the root
-//   shortcut_links   pointer jumping until every link names its root
-//   mark_crossing    an alive edge stays alive when its relabelled endpoints differ
-//   compact_crossing (after an inclusive scan of the flags on the host's side) writes the
-//                    survivors, relabelled, in the same order
+//   lightest_weights  best_weight[c] = the smallest weight key of an alive edge at component c
+//   lightest_edges    best[c] = the smallest alive position of that weight at c
+//   hook_components   each component c links to the component across its best edge and marks
+//                     that edge; the lightest-edge graph has no cycles but mutual pairs (both
+//                     picked the same edge), whose smaller component stays the root
+//   shortcut_links    pointer jumping until every link names its root
+//   relabel_alive     alive edges take their endpoints' roots, in place; an edge inside one
+//                     component is dead (flag 0, skipped by the next rounds); counts the
+//                     crossing edges (integer atomics, exact)
+//   compact_crossing  (when enough edges died; positions = inclusive scan of the flags) writes
+//                     the crossing edges, in the same order, to the other buffer
 // Components are named by their root vertex; the alive list holds component names, never
 // vertices, so a round touches only the alive edges and the per-vertex arrays.
 #include "common.cuh"
@@ -52,20 +57,42 @@ select_edges(const I* __restrict__ flags, const I* __restrict__ positions, const
     }
 }
 
-// best[c] = min position of an alive edge with an endpoint in component c (best preset to the
-// largest I). A plain read first skips the atomic when a smaller position is already there:
-// positions only decrease, and hub components see most of their edges skipped this way.
-template <class I>
-__device__ __forceinline__ void lower_to(I* best, const I c, const I p) {
-    if (p < *(volatile I*)(best + c)) atomicMin(best + c, p);
+// Unsigned key with the order of the doubles (-0.0 reads as +0.0; NaN never comes here).
+__device__ __forceinline__ unsigned long long weight_key(double w) {
+    const unsigned long long bits = (unsigned long long)__double_as_longlong(w == 0.0 ? 0.0 : w);
+    return (bits >> 63) ? ~bits : bits | 0x8000000000000000ull;
+}
+
+// *slot = min(*slot, value). A plain read first skips the atomic when the slot already holds
+// no more: slots only decrease, and hub components see most of their edges skipped this way.
+template <class T>
+__device__ __forceinline__ void lower_to(T* slot, const T value) {
+    if (value < *(volatile T*)slot) atomicMin(slot, value);
 }
 
 template <class I>
 __global__ void __launch_bounds__(MST_BLOCK)
-lightest_edges(const I* __restrict__ eu, const I* __restrict__ ev, const long long m, I* best) {
+lightest_weights(const I* __restrict__ eu, const I* __restrict__ ev, const double* __restrict__ w, const long long m,
+                 unsigned long long* best_weight) {
     MST_FOR_EACH(p, m) {
-        lower_to(best, eu[p], (I)p);
-        lower_to(best, ev[p], (I)p);
+        const I u = eu[p], v = ev[p];
+        if (u == v) continue;  // dead
+        const unsigned long long key = weight_key(w[p]);
+        lower_to(best_weight + u, key);
+        lower_to(best_weight + v, key);
+    }
+}
+
+template <class I>
+__global__ void __launch_bounds__(MST_BLOCK)
+lightest_edges(const I* __restrict__ eu, const I* __restrict__ ev, const double* __restrict__ w, const long long m,
+               const unsigned long long* __restrict__ best_weight, I* best) {
+    MST_FOR_EACH(p, m) {
+        const I u = eu[p], v = ev[p];
+        if (u == v) continue;
+        const unsigned long long key = weight_key(w[p]);
+        if (key == best_weight[u]) lower_to(best + u, (I)p);
+        if (key == best_weight[v]) lower_to(best + v, (I)p);
     }
 }
 
@@ -111,26 +138,39 @@ shortcut_links(const long long n, I* link) {
     }
 }
 
-// flags[p] = 1 when alive edge p still joins two components after the round's linking.
+// Alive edges take their endpoints' roots in place; flags[p] = 1 while the edge still crosses.
+// *crossing (zero at launch) gets the count: one integer atomicAdd per block.
 template <class I>
 __global__ void __launch_bounds__(MST_BLOCK)
-mark_crossing(const I* __restrict__ eu, const I* __restrict__ ev, const I* __restrict__ link, const long long m,
-              I* __restrict__ flags) {
-    MST_FOR_EACH(p, m) flags[p] = link[eu[p]] != link[ev[p]] ? I(1) : I(0);
+relabel_alive(I* __restrict__ eu, I* __restrict__ ev, const I* __restrict__ link, const long long m,
+              I* __restrict__ flags, unsigned long long* crossing) {
+    __shared__ unsigned long long scratch[MST_BLOCK / 32];
+    unsigned long long count = 0;
+    MST_FOR_EACH(p, m) {
+        const I u = link[eu[p]], v = link[ev[p]];
+        eu[p] = u;
+        ev[p] = v;
+        flags[p] = u != v ? I(1) : I(0);
+        count += u != v;
+    }
+    count = sg::block_sum<MST_BLOCK>(count, scratch);
+    if (threadIdx.x == 0 && count) atomicAdd(crossing, count);
 }
 
-// The crossing edges, relabelled to their roots, in the same (rank) order.
+// The crossing edges, in the same order, into the other buffer.
 template <class I>
 __global__ void __launch_bounds__(MST_BLOCK)
 compact_crossing(const I* __restrict__ flags, const I* __restrict__ positions, const I* __restrict__ eu,
-                 const I* __restrict__ ev, const I* __restrict__ ek, const I* __restrict__ link, const long long m,
-                 I* __restrict__ out_eu, I* __restrict__ out_ev, I* __restrict__ out_ek) {
+                 const I* __restrict__ ev, const I* __restrict__ ek, const double* __restrict__ w,
+                 const long long m, I* __restrict__ out_eu, I* __restrict__ out_ev, I* __restrict__ out_ek,
+                 double* __restrict__ out_w) {
     MST_FOR_EACH(p, m) {
         if (flags[p]) {
             const I at = positions[p] - 1;
-            out_eu[at] = link[eu[p]];
-            out_ev[at] = link[ev[p]];
+            out_eu[at] = eu[p];
+            out_ev[at] = ev[p];
             out_ek[at] = ek[p];
+            out_w[at] = w[p];
         }
     }
 }

@@ -1,12 +1,15 @@
 """Minimum spanning forest on the GPU, Boruvka's algorithm (kernels/graph_mst.cu; NumPy reference:
 reference.graph_mst).
 
-The undirected edges (the upper triangle, each once) are sorted once by (weight, row, col); the
-rounds then work on the list of edges still crossing between components, kept in that order, so
-the lightest edge out of a component is its smallest position in the list: an exact integer
-minimum, the same whatever the timing. A round is five kernels and an inclusive scan; the host
-reads one number per round (how many edges still cross), and Boruvka needs at most
-log2(n) rounds since every round at least halves the components that still have edges out.
+The undirected edges (the upper triangle, each once, in (row, col) order) stay in that order
+through the rounds, so a component's lightest edge under (weight, row, col) is the smallest
+weight at it, then the smallest list position of that weight: two exact integer minima, the
+same whatever the timing, and no sort. A round is six kernels; the host reads one number per
+round (how many edges still cross between components), and Boruvka needs at most log2(n)
+rounds since every round at least halves the components that still have edges out. Dead edges
+(inside one component) are dropped by a compaction only once they are a sizeable share of the
+list: on power-law graphs the first rounds kill few edges, and skipping a dead edge costs less
+than moving a live one.
 """
 
 from __future__ import annotations
@@ -22,15 +25,19 @@ MST_BLOCK = 256  # kernels/graph_mst.cu MST_BLOCK
 # Grid-stride kernels: past this many blocks a thread takes several items.
 MAX_BLOCKS = 1 << 16
 
+# Compact the alive list when the crossing edges fall below this share of it.
+COMPACT_BELOW = 0.75
+
 MST_KERNELS = KernelFile(
     "graph_mst.cu",
     [
         "mark_upper<{I}>",
         "select_edges<{I}>",
+        "lightest_weights<{I}>",
         "lightest_edges<{I}>",
         "hook_components<{I}>",
         "shortcut_links<{I}>",
-        "mark_crossing<{I}>",
+        "relabel_alive<{I}>",
         "compact_crossing<{I}>",
     ],
     value_dtypes=(np.float64,),
@@ -66,36 +73,43 @@ def _upper_edges(indptr: Any, indices: Any, weights: Any, index: np.dtype) -> tu
 
 
 def _boruvka(n: int, src: Any, dst: Any, w: Any, index: np.dtype) -> Any:
-    """uint8 flags over the upper-triangle edges: 1 for the forest's."""
+    """uint8 flags over the upper-triangle edges (src, dst, w): 1 for the forest's."""
     import cupy
 
     m = int(src.size)
     forest = cupy.zeros(m, dtype=np.uint8)
-    # cupy's argsort is stable, and src, dst come sorted by (row, col): rank order is
-    # (weight, row, col), row = min endpoint, col = max endpoint.
-    rank_order = cupy.argsort(w)
-    eu, ev, ek = src[rank_order], dst[rank_order], rank_order.astype(index)
-    del rank_order
-    # Two sets of full-length buffers, read from one and compacted into the other each round;
-    # kernels take the live length, so no views are needed.
-    buffers = [(eu, ev, ek), tuple(cupy.empty(m, index) for _ in range(3))]
+    # Two sets of full-length buffers (endpoints' components, upper-triangle position, weight):
+    # the rounds relabel one in place and compact it into the other; kernels take the length.
+    buffers = [
+        [src.copy(), dst.copy(), cupy.arange(m, dtype=index), w.copy()],
+        [cupy.empty(m, index), cupy.empty(m, index), cupy.empty(m, index), cupy.empty(m, np.float64)],
+    ]
     none = np.iinfo(index).max
+    best_weight = cupy.empty(n, dtype=np.uint64)
     best = cupy.empty(n, dtype=index)
     link = cupy.empty(n, dtype=index)
     flags = cupy.empty(m, dtype=index)
+    crossing = cupy.empty(1, dtype=np.uint64)
     alive, current = m, 0
-    while alive:
-        (eu, ev, ek), out = buffers[current], buffers[1 - current]
+    while True:
+        eu, ev, ek, ew = buffers[current]
         count = np.int64(alive)
+        best_weight.fill(np.uint64(np.iinfo(np.uint64).max))
         best.fill(none)
-        _launch("lightest_edges", index, alive, eu, ev, count, best)
+        crossing.fill(0)
+        _launch("lightest_weights", index, alive, eu, ev, ew, count, best_weight)
+        _launch("lightest_edges", index, alive, eu, ev, ew, count, best_weight, best)
         _launch("hook_components", index, n, best, eu, ev, ek, np.int64(n), index.type(none), link, forest)
         _launch("shortcut_links", index, n, np.int64(n), link)
-        _launch("mark_crossing", index, alive, eu, ev, link, count, flags)
-        positions = inclusive_scan(flags[:alive])
-        _launch("compact_crossing", index, alive, flags, positions, eu, ev, ek, link, count, *out)
-        alive, current = _count(positions), 1 - current
-    return forest
+        _launch("relabel_alive", index, alive, eu, ev, link, count, flags, crossing)
+        still_crossing = int(crossing[0])
+        if still_crossing == 0:
+            return forest
+        if still_crossing < COMPACT_BELOW * alive:
+            positions = inclusive_scan(flags[:alive])
+            current = 1 - current
+            _launch("compact_crossing", index, alive, flags, positions, eu, ev, ek, ew, count, *buffers[current])
+            alive = still_crossing
 
 
 def minimum_spanning_forest(indptr: Any, indices: Any, weights: Any) -> tuple[Any, Any, Any]:

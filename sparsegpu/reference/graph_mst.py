@@ -1,10 +1,12 @@
 """Minimum spanning forest, Boruvka's algorithm in NumPy: the reference of kernels/graph_mst.cu.
 
-Same shape as the kernels: the undirected edges (upper triangle, each once) are ranked once by
-(weight, row, col); each round every component takes its smallest-ranked crossing edge, links
-to the component across it (of a mutual pair, the smaller component stays the root), the links
-are shortcut to their roots, and only the edges still crossing are kept, relabelled, in rank
-order. The forest is unique for the tie order, so kernel and reference agree edge for edge.
+Same shape as the kernels: the undirected edges (upper triangle, each once) in (row, col)
+order; each round every component takes its lightest crossing edge under (weight, row, col),
+found as the smallest weight at it, then the smallest list position of that weight; it links
+to the component across that edge (of a mutual pair, the smaller component stays the root),
+the links are shortcut to their roots, and only the edges still crossing are kept, relabelled,
+in the same order. The forest is unique for that order, so kernel and reference agree edge for
+edge.
 """
 
 from __future__ import annotations
@@ -27,20 +29,17 @@ def upper_edges(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray) ->
 
 
 def boruvka_rounds(n: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Boolean flags over the edges (src, dst, w): True for the forest's. src < dst.
+    """Boolean flags over the edges (src, dst, w), sorted by (src, dst) with src < dst: True for
+    the forest's.
 
     >>> boruvka_rounds(3, np.array([0, 0, 1]), np.array([1, 2, 2]), np.array([1.0, 1.0, 1.0])).tolist()
     [True, True, False]
     """
-    rank_order = np.lexsort((dst, src, w))  # (weight, min vertex, max vertex)
-    eu, ev, ek = src[rank_order], dst[rank_order], rank_order
+    eu, ev, ek, ew = src.astype(np.int64), dst.astype(np.int64), np.arange(src.size), w
     forest = np.zeros(src.size, dtype=bool)
-    none = eu.size
+    none = src.size
     while eu.size:
-        positions = np.arange(eu.size)
-        best = np.full(n, none, dtype=np.int64)
-        np.minimum.at(best, eu, positions)
-        np.minimum.at(best, ev, positions)
+        best = _lightest_edges(n, eu, ev, ew, none)
         components = np.flatnonzero(best != none)
         p = best[components]
         other = np.where(eu[p] == components, ev[p], eu[p])
@@ -55,8 +54,22 @@ def boruvka_rounds(n: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> n
             link = jumped
         eu, ev = link[eu], link[ev]
         crossing = eu != ev
-        eu, ev, ek = eu[crossing], ev[crossing], ek[crossing]
+        eu, ev, ek, ew = eu[crossing], ev[crossing], ek[crossing], ew[crossing]
     return forest
+
+
+def _lightest_edges(n: int, eu: np.ndarray, ev: np.ndarray, ew: np.ndarray, none: int) -> np.ndarray:
+    """Per component, the list position of its lightest edge (the smallest weight, then the
+    smallest position); ``none`` where it has no edge."""
+    best_weight = np.full(n, np.inf)
+    np.minimum.at(best_weight, eu, ew)
+    np.minimum.at(best_weight, ev, ew)
+    best = np.full(n, none, dtype=np.int64)
+    positions = np.arange(eu.size)
+    for ends in (eu, ev):
+        lightest = ew == best_weight[ends]
+        np.minimum.at(best, ends[lightest], positions[lightest])
+    return best
 
 
 def minimum_spanning_forest(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray

@@ -228,6 +228,15 @@ def test_gpu_ties_negative_and_disconnected(index, rng):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("compact_below", [0.0, 1.01], ids=["never-compact", "always-compact"])
+def test_gpu_compaction_policy(compact_below, monkeypatch, rng):
+    # Dead edges left in the list (skipped) and dropped every round give the same forest.
+    monkeypatch.setattr(device, "COMPACT_BELOW", compact_below)
+    check_gpu(datasets.kronecker(12, 8, seed=int(rng.integers(1 << 30)), weighted=True), distinct=True)
+    check_gpu(random_graph(rng, 4000, 12000, integer=True, index=np.int64), distinct=False, twice=False)
+
+
+@pytest.mark.gpu
 def test_gpu_mutual_pairs_and_chains():
     n = 5000  # one round links a chain of n - 1 components
     for weights in (np.arange(1.0, n), np.ones(n - 1), np.arange(n - 1, 0.0, -1)):
