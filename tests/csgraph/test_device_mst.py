@@ -157,7 +157,7 @@ def test_reference_mutual_pairs_and_chains():
     for weights in (np.arange(1.0, n), np.ones(n - 1), np.arange(n - 1, 0.0, -1)):
         upper = sp.coo_array((weights, (np.arange(n - 1), np.arange(1, n))), shape=(n, n))
         S = sp.csr_array(upper + upper.T)
-        rows, cols, w = reference_forest(S)
+        rows, cols, _ = reference_forest(S)
         assert edge_set(rows, cols) == {(i, i + 1) for i in range(n - 1)}
     # A triangle of equal weights keeps its two lexicographically smallest edges.
     S = sp.csr_array(np.ones((3, 3)) - np.eye(3))
