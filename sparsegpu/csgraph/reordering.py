@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import scipy.sparse.csgraph as scipy_csgraph
 
 from sparsegpu import _validate
@@ -57,6 +58,8 @@ def reverse_cuthill_mckee(graph: Any, symmetric_mode: bool = False, *, backend: 
     """
     adjacency = as_graph(graph, backend, name="graph")
     symmetric_mode = _validate.check_bool("symmetric_mode", symmetric_mode)
+    if adjacency.n == 0:  # SciPy's routine fails on an empty graph
+        return adjacency.output(np.empty(0, dtype=np.int32))
     if adjacency.backend == "cpu":
         return adjacency.output(scipy_csgraph.reverse_cuthill_mckee(adjacency.to_scipy(), symmetric_mode))
     structure = adjacency if symmetric_mode else adjacency.undirected()
