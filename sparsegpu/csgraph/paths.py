@@ -329,7 +329,8 @@ def shortest_path(csgraph: Any, method: str = "auto", directed: bool = True, ret
     TypeError
         As :func:`dijkstra`; ``method`` not a string.
     ValueError
-        As :func:`dijkstra`; an unknown ``method``; "D" with negative weights.
+        As :func:`dijkstra`; an unknown ``method``; "D" with negative weights; "FW" with
+        ``indices``.
 
     Examples
     --------
@@ -344,6 +345,8 @@ def shortest_path(csgraph: Any, method: str = "auto", directed: bool = True, ret
     directed, return_predecessors, unweighted, _ = _flags(
         directed=directed, return_predecessors=return_predecessors, unweighted=unweighted, overwrite=overwrite)
     sources, shape = check_sources(indices, graph.n)
+    if method == "FW" and indices is not None:
+        raise ValueError("method='FW' computes every pair: indices must be None (as in SciPy)")
     on_gpu_auto = method == "auto" and graph.backend == "gpu"
     if method == "D" or (on_gpu_auto and (unweighted or not graph.has_negative_weight())):
         return _dijkstra(graph, directed, sources, shape, return_predecessors, unweighted)
@@ -353,6 +356,6 @@ def shortest_path(csgraph: Any, method: str = "auto", directed: bool = True, ret
         graph.check_weights("shortest_path")
     check_output_size(sources.size, graph.n, "cpu", "the distance matrix")
     result = scipy_csgraph.shortest_path(graph.to_scipy(), method, directed, return_predecessors, unweighted,
-                                         False, sources)
+                                         False, None if indices is None else sources)
     dist, preds = result if return_predecessors else (result, None)
     return _reshape(graph, dist, preds, shape, return_predecessors)
