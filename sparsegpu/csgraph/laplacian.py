@@ -44,7 +44,8 @@ def laplacian(csgraph: Any, normed: bool = False, return_diag: bool = False, use
     copy : bool, optional
         As in SciPy (False lets SciPy work in the input's memory for host input).
     form : {"array", "function", "lo"}, optional
-        The Laplacian as a matrix (default), as a function ``v -> L @ v``, or as a linear
+        The Laplacian as a matrix (default), as a function ``v -> L @ v`` (SciPy's takes
+        2-D column blocks; the GPU's takes vectors and column blocks), or as a linear
         operator (SciPy's ``LinearOperator``; ``cupyx.scipy.sparse.linalg.LinearOperator`` for
         a GPU matrix).
     dtype : dtype, optional
@@ -162,7 +163,17 @@ def _shaped(lap: CSR, form: str) -> Any:
     if form == "array":
         return lap
     if form == "function":
-        return lambda v: lap @ v
+        return lambda v: _apply(lap, v)
     import cupyx.scipy.sparse.linalg as device_linalg
 
     return device_linalg.LinearOperator(lap.shape, matvec=lambda v: lap @ v, dtype=lap.dtype)
+
+
+def _apply(lap: CSR, v: Any) -> Any:
+    """``lap @ v`` for a vector, or column by column for a 2-D block (SciPy's function form
+    takes column vectors)."""
+    if v.ndim == 1:
+        return lap @ v
+    import cupy
+
+    return cupy.stack([lap @ v[:, j] for j in range(v.shape[1])], axis=1)
