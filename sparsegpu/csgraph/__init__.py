@@ -22,7 +22,12 @@ from __future__ import annotations
 
 from sparsegpu.csgraph.components import connected_components
 from sparsegpu.csgraph.laplacian import laplacian
-from sparsegpu.csgraph.paths import NegativeCycleError, bellman_ford, dijkstra, shortest_path
+from sparsegpu.csgraph.paths import (
+    NegativeCycleError,
+    bellman_ford,
+    dijkstra,
+    shortest_path,
+)
 from sparsegpu.csgraph.reordering import reverse_cuthill_mckee
 from sparsegpu.csgraph.spanning import minimum_spanning_tree
 from sparsegpu.csgraph.traversal import (

@@ -22,7 +22,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsegpu import _validate, convert
-from sparsegpu._backend import Backend, array_module, is_device_array, resolve_backend, to_backend, to_host
+from sparsegpu._backend import (
+    Backend,
+    array_module,
+    is_device_array,
+    resolve_backend,
+    to_backend,
+    to_host,
+)
 from sparsegpu.formats import CSR, SparseMatrix
 from sparsegpu.formats._base import canonical_scipy
 
@@ -72,6 +79,15 @@ class Graph:
             result._cache["undirected"] = result
             self._cache["undirected"] = result
         return self._cache["undirected"]
+
+    def without_zero_weights(self) -> Graph:
+        """The graph less its zero-weight edges (itself when it has none)."""
+        keep = self.weights != 0
+        if bool(keep.all()):
+            return self
+        rows = convert.expand_pointers(self.indptr, self.xp)[keep]
+        indptr = convert.compress(rows, self.n, self.indptr.dtype, self.xp)
+        return self._derived(indptr, self.indices[keep], self.weights[keep])
 
     def oriented(self, directed: bool) -> Graph:
         """This graph for ``directed=True``, its undirected graph otherwise."""

@@ -27,6 +27,8 @@ def reverse_cuthill_mckee(graph: Any, symmetric_mode: bool = False, *, backend: 
     graph : scipy sparse matrix or array, 2-D array_like, or sparsegpu matrix
         The N x N matrix; only its structure counts (sparse: every stored entry; dense: entries
         that are not 0, inf or NaN). SciPy takes CSR or CSC only; any format is accepted here.
+        Without ``symmetric_mode`` the structure is that of A + A^T as SciPy forms it, which
+        leaves out explicitly stored zeros.
     symmetric_mode : bool, optional
         True promises a structurally symmetric ``graph`` and skips symmetrising it (default
         False: the ordering is that of the structure of A + A^T).
@@ -62,5 +64,6 @@ def reverse_cuthill_mckee(graph: Any, symmetric_mode: bool = False, *, backend: 
         return adjacency.output(np.empty(0, dtype=np.int32))
     if adjacency.backend == "cpu":
         return adjacency.output(scipy_csgraph.reverse_cuthill_mckee(adjacency.to_scipy(), symmetric_mode))
-    structure = adjacency if symmetric_mode else adjacency.undirected()
+    # SciPy adds A^T to A, which drops entries whose sum is 0: explicit zeros leave the structure
+    structure = adjacency if symmetric_mode else adjacency.without_zero_weights().undirected()
     return adjacency.output(_device_rcm.reverse_cuthill_mckee(structure.indptr, structure.indices))

@@ -158,8 +158,15 @@ def assert_bfs_tree(S: sp.sparray, source: int, order: np.ndarray, preds: np.nda
     parents = preds[children]
     assert (parents >= 0).all()
     assert (levels[parents] == levels[children] - 1).all()
-    adjacency = oriented(S, directed)
-    assert (np.asarray(adjacency[parents, children]).ravel() != 0).all(), "a parent without an edge to its child"
+    assert has_edges(oriented(S, directed), parents, children).all(), "a parent without an edge to its child"
+
+
+def has_edges(S: sp.sparray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Whether each (rows[k], cols[k]) is stored in ``S``."""
+    coo = sp.coo_array(S)
+    n = max(S.shape[0], 1)
+    stored = coo.row.astype(np.int64) * n + coo.col
+    return np.isin(np.asarray(rows, dtype=np.int64) * n + np.asarray(cols, dtype=np.int64), stored)
 
 
 def assert_same_partition(labels: np.ndarray, expected: np.ndarray) -> None:
