@@ -219,10 +219,11 @@ def bellman_ford(csgraph: Any, directed: bool = True, indices: Any = None, retur
     ``directed=False`` symmetrises the graph explicitly (each edge both ways, the smaller
     weight where both are stored) and solves the directed problem on it, on both backends.
     SciPy's own undirected Bellman-Ford can report a negative cycle in a graph of positive
-    weights: its undirected cycle test checks ``|d(v) - d(u)| > w + 1e-15`` for every edge, an
-    absolute tolerance smaller than one rounding of ``d(u) + w`` once distances exceed about
-    10, so the test fails on rounding alone (seen on bcspwr10 with random positive weights;
-    SciPy's directed test compares ``d(u) + w`` with ``d(v)``, the sum it stored, and is exact).
+    weights: its undirected cycle test checks ``|d(v) - d(u)| > w + 1e-15`` on every edge, an
+    absolute tolerance below one rounding of ``d(u) + w`` once distances exceed about 10, so
+    rounding alone fails it (the path 0 - 1 - 2 with weights 1000.1 and 0.7 is enough; so is
+    bcspwr10 with random positive weights). SciPy's directed test compares ``d(u) + w`` with
+    the ``d(v)`` it stored from that same sum, and is exact.
 
     Parameters
     ----------

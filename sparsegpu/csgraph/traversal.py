@@ -2,7 +2,9 @@
 
 Breadth-first search runs on the GPU (``_device_bfs``: the whole traversal on the device) for a
 GPU matrix, or for scipy / NumPy input when the backend is ``"gpu"``; the CPU backend calls
-SciPy. Depth-first search is sequential by nature and always runs on the host through SciPy
+SciPy on the input's canonical CSR form (SciPy's own order of visiting neighbours depends on the
+input's format: for an undirected traversal of a CSC input it visits the transposed edges
+first, so its order there can differ from the CSR form's). Depth-first search is sequential by nature and always runs on the host through SciPy
 (for a GPU matrix the graph is downloaded and the results uploaded).
 """
 
@@ -75,8 +77,9 @@ def breadth_first_order(csgraph: Any, i_start: int, directed: bool = True, retur
     Returns
     -------
     node_array : ndarray of int32
-        The reached vertices, ``i_start`` first. The CPU backend returns SciPy's order; the GPU
-        returns them sorted by (level, vertex), an equally valid breadth-first order.
+        The reached vertices, ``i_start`` first. The CPU backend returns SciPy's order (for the
+        input's CSR form); the GPU returns them sorted by (level, vertex), an equally valid
+        breadth-first order.
     predecessors : ndarray of int32, length N
         Each reached vertex's parent in the search tree, -9999 for ``i_start`` and vertices not
         reached. On the GPU the parent is the smallest-index vertex on the previous level with

@@ -217,6 +217,8 @@ def test_bad_graphs_are_refused_before_scipy(scipy_forbidden, function, case):
         CALLS[function](make(), backend="cpu")
 
 
+NAN_EDGE = sp.csr_array((np.array([np.nan]), np.array([1]), np.array([0, 1, 1])), shape=(2, 2))
+
 BAD_ARGUMENTS = [
     ("i_start out of range", lambda: csgraph.breadth_first_order(GOOD, 3), ValueError, "i_start"),
     ("i_start negative", lambda: csgraph.depth_first_order(GOOD, -1), ValueError, "i_start"),
@@ -240,10 +242,9 @@ BAD_ARGUMENTS = [
     ("method not str", lambda: csgraph.shortest_path(GOOD, method=None), TypeError, "method"),
     ("unknown connection", lambda: csgraph.connected_components(GOOD, connection="medium"), ValueError, "connection"),
     ("connection not str", lambda: csgraph.connected_components(GOOD, connection=1), TypeError, "connection"),
-    ("nan weights dijkstra", lambda: csgraph.dijkstra(sp.csr_array(np.array([[0, np.nan], [1, 0]]).T.copy() * 0
-                                                                 + sp.csr_array((np.array([np.nan]), np.array([1]),
-                                                                                 np.array([0, 1, 1])), shape=(2, 2)))),
-     ValueError, "NaN"),
+    ("nan weights dijkstra", lambda: csgraph.dijkstra(NAN_EDGE), ValueError, "NaN"),
+    ("nan weights bellman_ford", lambda: csgraph.bellman_ford(NAN_EDGE), ValueError, "NaN"),
+    ("nan weights shortest_path", lambda: csgraph.shortest_path(NAN_EDGE, method="FW"), ValueError, "NaN"),
     ("negative dijkstra", lambda: csgraph.dijkstra(np.array([[0, -1.0], [0, 0]])), ValueError, "negative"),
     ("negative method D", lambda: csgraph.shortest_path(np.array([[0, -1.0], [0, 0]]), method="D"), ValueError,
      "negative"),
