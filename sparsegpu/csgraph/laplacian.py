@@ -148,7 +148,7 @@ def _device_laplacian(A: SparseMatrix, normed: bool, out_degree: bool, symmetriz
         isolated = degrees == 0
         scale = cupy.where(isolated, 1, cupy.sqrt(degrees))
         off_values = -(off_values / scale[off_rows] / scale[off_cols])
-        diagonal, degrees = (1 - isolated).astype(values.dtype), scale
+        diagonal, degrees = (~isolated).astype(values.dtype), scale
     else:
         off_values, diagonal = -off_values, degrees
     every = cupy.arange(n, dtype=index_dt)

@@ -135,7 +135,9 @@ def breadth_first_tree(csgraph: Any, i_start: int, directed: bool = True, *, bac
     tree : sparse matrix
         Entry (parent, child) holds the edge's weight. SciPy's type for host input
         (``csr_matrix`` for a scipy matrix, ``csr_array`` otherwise), a sparsegpu CSR on the GPU
-        for a GPU matrix. The GPU's tree uses the parents of :func:`breadth_first_order`.
+        for a GPU matrix. The GPU's tree uses the parents of :func:`breadth_first_order`. An
+        undirected edge stored as 0 both ways weighs 0 in the GPU's tree; SciPy's holds inf
+        there.
 
     Raises
     ------

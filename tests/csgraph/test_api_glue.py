@@ -7,13 +7,16 @@ tested by their own modules on a GPU."""
 
 from __future__ import annotations
 
+import importlib
 import itertools
+import sys
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import scipy.sparse.csgraph as scipy_csgraph
 
+import sparsegpu
 from sparsegpu import csgraph
 from sparsegpu.csgraph import (
     _device_bfs,
@@ -34,6 +37,9 @@ from tests.csgraph.graphs import (
     tiny_graphs,
     with_int64_indices,
 )
+
+# the module, which the package's ``laplacian`` function shadows as an attribute
+laplacian_module = importlib.import_module("sparsegpu.csgraph.laplacian")
 
 
 def _csr(indptr, indices, weights=None):
@@ -201,3 +207,20 @@ def test_components_mst_rcm_glue(fake_device, rng):
             if S.shape[0]:
                 expected = scipy_csgraph.reverse_cuthill_mckee(sp.csr_array(graph), symmetric_mode)
                 assert bandwidth(sp.csr_array(S), perm) <= bandwidth(sp.csr_array(S), expected)
+
+
+@pytest.mark.parametrize("normed, use_out_degree, symmetrized", list(itertools.product((False, True), repeat=3)))
+def test_device_laplacian_glue(monkeypatch, rng, normed, use_out_degree, symmetrized):
+    """The device Laplacian's array code, run with NumPy in CuPy's place on a CPU matrix."""
+    monkeypatch.setitem(sys.modules, "cupy", np)
+    for n in (0, 1, 80):
+        S = sp.csr_array(random_digraph(rng, n=n)) if n > 1 else sp.csr_array(np.full((n, n), 2.0))
+        A = sparsegpu.from_scipy(S, backend="cpu")
+        lap, diag = laplacian_module._device_laplacian(A, normed, use_out_degree, symmetrized, np.dtype(np.float64))
+        expected, expected_diag = scipy_csgraph.laplacian(S, normed, True, use_out_degree, symmetrized=symmetrized)
+        assert isinstance(lap, sparsegpu.CSR) and lap.nnz >= n
+        np.testing.assert_allclose(lap.to_scipy().toarray(), expected.toarray(), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(diag, expected_diag, rtol=1e-12, atol=1e-14)
+        x = rng.standard_normal((n, 2))
+        block = laplacian_module._shaped(lap, "function")(x)
+        np.testing.assert_allclose(block, expected @ x, rtol=1e-11, atol=1e-12)
