@@ -1,10 +1,53 @@
 """Graph algorithms on sparse adjacency matrices, mirroring :mod:`scipy.sparse.csgraph`.
 
-The functions take SciPy's names, arguments, defaults and conventions; they accept any scipy
-sparse matrix or array, or any sparsegpu matrix, and run on the GPU when the matrix is there
-(or, for a scipy input, when :func:`sparsegpu.backend` is ``"gpu"``).
+The functions take SciPy's names, arguments, defaults and conventions (``directed=True``,
+``unweighted``, ``return_predecessors``, ``indices``, -9999 for "no predecessor", inf for
+"unreachable"). They accept any scipy sparse matrix or array, a dense 2-D array (SciPy's dense
+convention: 0, inf and NaN are "no edge") or any sparsegpu matrix, and a keyword-only
+``backend``: a GPU sparsegpu matrix runs on the GPU and gets CuPy arrays and sparsegpu CSR
+matrices back; scipy / NumPy input runs where ``backend`` says (default
+:func:`sparsegpu.backend`) and gets NumPy arrays and SciPy's sparse types back. The CPU backend
+calls SciPy. Where the GPU's answer may legitimately differ from SciPy's (order of vertices
+within a BFS level, which parent among equals, component numbering, tie-breaking in spanning
+trees), each function's docstring says how.
+
+>>> import numpy as np, scipy.sparse as sp
+>>> from sparsegpu import csgraph
+>>> G = sp.csr_array(np.array([[0, 2, 0], [0, 0, 3], [0, 0, 0]]))
+>>> csgraph.shortest_path(G, indices=0, backend="cpu").tolist()
+[0.0, 2.0, 5.0]
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from sparsegpu.csgraph.components import connected_components
+from sparsegpu.csgraph.laplacian import laplacian
+from sparsegpu.csgraph.paths import (
+    NegativeCycleError,
+    bellman_ford,
+    dijkstra,
+    shortest_path,
+)
+from sparsegpu.csgraph.reordering import reverse_cuthill_mckee
+from sparsegpu.csgraph.spanning import minimum_spanning_tree
+from sparsegpu.csgraph.traversal import (
+    breadth_first_order,
+    breadth_first_tree,
+    depth_first_order,
+    depth_first_tree,
+)
+
+__all__ = [
+    "NegativeCycleError",
+    "bellman_ford",
+    "breadth_first_order",
+    "breadth_first_tree",
+    "connected_components",
+    "depth_first_order",
+    "depth_first_tree",
+    "dijkstra",
+    "laplacian",
+    "minimum_spanning_tree",
+    "reverse_cuthill_mckee",
+    "shortest_path",
+]
