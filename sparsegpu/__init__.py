@@ -9,7 +9,7 @@ True
 
 from __future__ import annotations
 
-from sparsegpu import linalg
+from sparsegpu import csgraph, linalg
 from sparsegpu._backend import BackendError, backend, get_options, gpu_available, options, set_options
 from sparsegpu._kernels import KernelCompileError
 from sparsegpu.advisor import Advice, MatrixStats, advise, from_scipy, matrix_stats
@@ -35,6 +35,7 @@ __all__ = [
     "PinnedPool",
     "TransferReport",
     "advise",
+    "csgraph",
     "matrix_stats",
     "COO",
     "CSC",

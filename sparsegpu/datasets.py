@@ -268,7 +268,7 @@ def kronecker(scale: int, edge_factor: int = 16, seed: int = 0, weighted: bool =
     ``edge_factor * 2^scale`` edges drawn as R-MAT does with a, b, c = 0.57, 0.19, 0.19, the
     vertex labels permuted at random, every edge made undirected, self loops and repeated
     edges dropped. Values are 1, or with ``weighted`` uniform in (0, 1] and the same both ways
-    (never 0: SciPy's csgraph reads a stored 0 as no edge).
+    (never 0: SciPy's csgraph reads a stored 0 as an edge of weight 0).
 
     >>> A = kronecker(8, 4, seed=1)
     >>> A.shape, (A != A.T).nnz, int(A.diagonal().sum())
