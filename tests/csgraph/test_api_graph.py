@@ -120,6 +120,16 @@ def test_sparsegpu_input_is_made_canonical():
         assert np.array_equal(csgraph.dijkstra(A.asformat(fmt), indices=0), scipy_csgraph.dijkstra(sp.coo_array(A.to_scipy()), indices=0))
 
 
+def test_a_matrix_keeps_its_graph_and_a_canonical_csr_is_not_copied(rng):
+    S = sp.csr_array(random_digraph(rng, n=80, explicit_zeros=False))
+    A = sparsegpu.from_scipy(S, backend="cpu")
+    graph = as_graph(A)
+    assert as_graph(A) is graph and graph.indices is A.indices and graph.indptr is A.indptr
+    assert graph.transpose() is as_graph(A).transpose()
+    single = sparsegpu.from_scipy(S, dtype=np.float32, backend="cpu")
+    assert as_graph(single).weights.dtype == np.float64
+
+
 def test_symmetrise_min_matches_scipy(rng):
     S = sp.csr_array(random_digraph(rng, n=120, explicit_zeros=False))
     indptr, indices, weights = symmetrise_min(S.indptr, S.indices, S.data, 120, np)
