@@ -355,8 +355,8 @@ def time_call(call: Callable[[], Any], clock: str, repeat: int, first_s: float,
 
 
 def run_case(graph: Graph, function: str, impl: str, backend: str, expected: dict[str, Any], repeat: int,
-             seconds_per_case: float = SECONDS_PER_CASE) -> dict[str, Any]:
-    """One implementation of one function on one graph: checked, then timed."""
+             seconds_per_case: float = SECONDS_PER_CASE, timed: bool = True) -> dict[str, Any]:
+    """One implementation of one function on one graph: checked, then (when ``timed``) timed."""
     try:
         call, clock = open_call(graph, function, impl, backend)
         start = time.perf_counter()
@@ -377,6 +377,8 @@ def run_case(graph: Graph, function: str, impl: str, backend: str, expected: dic
         wrong = f"unreadable result ({type(exc).__name__}: {exc})"
     if wrong:
         return {"status": "wrong", "message": wrong}
+    if not timed:
+        return {"status": "ok", "first_call_s": first}
     timing = time_call(call, clock, repeat, first, seconds_per_case)
     return {"status": "ok", "seconds": timing.seconds, "samples": timing.samples, "calls": timing.calls,
             "first_call_s": first}
