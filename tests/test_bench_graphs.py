@@ -78,9 +78,12 @@ def test_array_baselines_match_scipy(rng, symmetric):
     assert np.array_equal(baselines.array_bfs_levels(AT, source, np), bfs_levels(S, source))
     rows, cols, weights = checks.edge_list(S)
     _, labels = csgraph.connected_components(S, directed=True, connection="weak")
-    found = baselines.array_weak_components(rows, cols, S.shape[0], np)
+    found = baselines.array_weak_components(rows, cols, S.shape[0], np, symmetric)
     assert checks.partition_error(found, labels) is None
     assert found[-1] == S.shape[0] - 1 and found.min() == 0  # isolated vertex; smallest-vertex labels
+    if not symmetric:  # both ends are needed
+        one_way = baselines.array_weak_components(rows, cols, S.shape[0], np, symmetric=True)
+        assert checks.partition_error(one_way, labels) is not None
     dist = baselines.array_bellman_ford(rows, cols, weights, S.shape[0], source, np)
     assert checks.distances_error(dist, csgraph.dijkstra(S, indices=source)) is None
 
@@ -93,9 +96,15 @@ def test_graphblas_baselines_match_scipy(rng, symmetric):
     A = baselines.graphblas_matrix(S)
     assert np.array_equal(baselines.graphblas_bfs_levels(A, source), bfs_levels(S, source))
     _, labels = csgraph.connected_components(S, directed=True, connection="weak")
-    assert checks.partition_error(baselines.graphblas_weak_components(A), labels) is None
+    assert checks.partition_error(baselines.graphblas_weak_components(A, symmetric), labels) is None
     dist = baselines.graphblas_bellman_ford(A, source)
     assert checks.distances_error(dist, csgraph.dijkstra(S, indices=source)) is None
+
+
+def test_nonnegative_doubles_order_as_their_bits(rng):
+    # array_bellman_ford's scatter-min compares distances as uint64.
+    values = np.concatenate([rng.exponential(size=1000) ** 3, [0.0, np.inf, 5e-324, 1.7e308]])
+    assert np.array_equal(np.argsort(values, kind="stable"), np.argsort(values.view(np.uint64), kind="stable"))
 
 
 def test_baselines_on_one_vertex_and_a_long_path():

@@ -7,9 +7,10 @@ and SciPy, which is how it is tested without a GPU):
 - :func:`array_bfs_levels`: level-synchronous BFS, one sparse matrix-vector product with the
   transposed adjacency per level and a visited mask; the host reads one flag per level.
 - :func:`array_weak_components`: min-label propagation over both ends of every edge (a gather
-  of the labels and a scatter-min), with one pointer jump per sweep.
+  of the labels and a scatter-min; one end when the graph is symmetric), with one pointer jump
+  per sweep.
 - :func:`array_bellman_ford`: Bellman-Ford, every edge relaxed per sweep (gather, add,
-  scatter-min) until no distance falls.
+  scatter-min on the distances' bits) until no distance falls.
 
 GraphBLAS (``python-graphblas``; an optional dependency):
 
@@ -18,7 +19,7 @@ GraphBLAS (``python-graphblas``; an optional dependency):
 - :func:`graphblas_bellman_ford`: ``min_plus`` Bellman-Ford relaxing from the vertices whose
   distance fell in the previous sweep.
 - :func:`graphblas_weak_components`: FastSV, hooking on ``min_second`` products over A and its
-  transpose.
+  transpose (A alone when symmetric).
 
 BFS baselines return levels (int32, -1 unreached) and no predecessors; component baselines
 return labels (the smallest vertex of each component), not renumbered; path baselines return
@@ -33,6 +34,7 @@ float64 distances (inf unreached).
 from __future__ import annotations
 
 import os
+import warnings
 from types import ModuleType
 from typing import Any
 
@@ -41,12 +43,15 @@ import numpy as np
 
 def scatter_min(xp: ModuleType, target: Any, index: Any, values: Any) -> None:
     """``target[index[k]] = min(target[index[k]], values[k])`` for every k, repeats included:
-    ``cupyx.scatter_min`` for CuPy arrays, ``numpy.minimum.at`` otherwise."""
+    ``cupyx.scatter_min`` for CuPy arrays, ``numpy.minimum.at`` otherwise. Integer types only:
+    CuPy's float64 scatter-min rounds through float32 (seen with CuPy 14.2)."""
     if xp is np:
         np.minimum.at(target, index, values)
-    else:
-        import cupyx
+        return
+    import cupyx
 
+    with warnings.catch_warnings():  # CuPy 14 deprecates it for cupy.minimum.at
+        warnings.simplefilter("ignore", DeprecationWarning)
         cupyx.scatter_min(target, index, values)
 
 
@@ -69,14 +74,16 @@ def array_bfs_levels(AT: Any, source: int, xp: ModuleType) -> Any:
         frontier = reached.astype(AT.dtype)
 
 
-def array_weak_components(rows: Any, cols: Any, n: int, xp: ModuleType) -> Any:
+def array_weak_components(rows: Any, cols: Any, n: int, xp: ModuleType, symmetric: bool = False) -> Any:
     """Weak-component labels (each vertex gets the smallest vertex of its component) from the
-    edge list ``(rows[k], cols[k])``, read as undirected."""
+    edge list ``(rows[k], cols[k])``, read as undirected (``symmetric``: every edge is listed
+    both ways, so one direction is enough)."""
     labels = xp.arange(n, dtype=rows.dtype)
     while True:
         before = labels.copy()
         scatter_min(xp, labels, rows, labels[cols])
-        scatter_min(xp, labels, cols, labels[rows])
+        if not symmetric:
+            scatter_min(xp, labels, cols, labels[rows])
         labels = labels[labels]
         if not bool((labels != before).any()):
             return labels
@@ -84,12 +91,14 @@ def array_weak_components(rows: Any, cols: Any, n: int, xp: ModuleType) -> Any:
 
 def array_bellman_ford(rows: Any, cols: Any, weights: Any, n: int, source: int, xp: ModuleType) -> Any:
     """Shortest-path distances from ``source`` over the edges ``rows[k] -> cols[k]`` of
-    non-negative ``weights``."""
+    non-negative ``weights``. The scatter-min runs on the distances' bit patterns as uint64,
+    which non-negative doubles (inf included) order as their values: exact, and an integer
+    atomic on the GPU."""
     dist = xp.full(n, xp.inf, dtype=xp.float64)
     dist[source] = 0.0
     while True:
         relaxed = dist.copy()
-        scatter_min(xp, relaxed, cols, dist[rows] + weights)
+        scatter_min(xp, relaxed.view(xp.uint64), cols, (dist[rows] + weights).view(xp.uint64))
         if not bool((relaxed < dist).any()):
             return dist
         dist = relaxed
@@ -150,20 +159,22 @@ def graphblas_bellman_ford(A: Any, source: int) -> np.ndarray:
     return _dense(dist, np.inf, np.float64)
 
 
-def graphblas_weak_components(A: Any) -> np.ndarray:
+def graphblas_weak_components(A: Any, symmetric: bool = False) -> np.ndarray:
     """Weak-component labels (smallest vertex of each component) of the GraphBLAS matrix
     ``A``, its edges read as undirected, by FastSV (Zhang, Azad and Hu, 2020): each sweep
     takes every vertex's smallest neighbouring grandparent (``min_second`` over A and its
     transpose), hooks the vertex's parent to it (stochastic hooking, a build that keeps the
     minimum of repeated indices), the vertex itself (aggressive hooking) and its grandparent
-    (shortcutting), until no grandparent changes."""
+    (shortcutting), until no grandparent changes. ``symmetric``: A equals its transpose, whose
+    product is then skipped."""
     gb = graphblas()
     n = A.nrows
     parent = gb.Vector.from_coo(np.arange(n), np.arange(n, dtype=np.int64), size=n)
     grandparent = parent.dup()
     while True:
         smallest = gb.semiring.min_second(A @ grandparent).new()
-        smallest(gb.binary.min) << gb.semiring.min_second(A.T @ grandparent)
+        if not symmetric:
+            smallest(gb.binary.min) << gb.semiring.min_second(A.T @ grandparent)
         index, values = smallest.to_coo()
         parent(gb.binary.min) << gb.Vector.from_coo(parent.to_dense()[index], values, size=n, dup_op=gb.binary.min)
         parent(gb.binary.min) << smallest

@@ -119,14 +119,14 @@ def distances_error(dist: np.ndarray, want: np.ndarray) -> str | None:
     with np.errstate(invalid="ignore"):  # inf - inf where both are unreached
         agree = np.where(np.isfinite(want), np.abs(dist - want) <= PATH_RTOL * np.abs(want), dist == want)
     bad = np.flatnonzero(~agree)
-    return f"vertex {bad[0]}: distance {dist[bad[0]]!r}, SciPy {want[bad[0]]!r}" if bad.size else None
+    return f"vertex {bad[0]}: distance {float(dist[bad[0]])!r}, SciPy {float(want[bad[0]])!r}" if bad.size else None
 
 
 def forest_error(T: sp.sparray, edges: int, weight: float) -> str | None:
     """Why the spanning forest ``T`` lacks ``edges`` edges of total ``weight``."""
     total = float(T.sum())
     if T.nnz != edges or not abs(total - weight) <= WEIGHT_RTOL * abs(weight):
-        return f"{T.nnz} edges weighing {total!r}, SciPy {edges} weighing {weight!r}"
+        return f"{T.nnz} edges weighing {total!r}, SciPy {edges} weighing {float(weight)!r}"
     return None
 
 

@@ -272,7 +272,7 @@ def _cupy_call(graph: Graph, function: str, backend: str) -> Callable[[], Any]:
         return lambda: baselines.array_bfs_levels(AT, source, cupy)
     rows, cols, weights = graph.once("cupy edges", lambda: tuple(cupy.asarray(a) for a in checks.edge_list(graph.S)))
     if function == "weak_cc":
-        return lambda: baselines.array_weak_components(rows, cols, n, cupy)
+        return lambda: baselines.array_weak_components(rows, cols, n, cupy, graph.symmetric)
     return lambda: baselines.array_bellman_ford(rows, cols, weights, n, source, cupy)
 
 
@@ -283,7 +283,7 @@ def _graphblas_call(graph: Graph, function: str) -> Callable[[], Any]:
         raise Skip("skipped", "python-graphblas is not installed") from None
     source = graph.source
     return {"bfs": lambda: baselines.graphblas_bfs_levels(A, source),
-            "weak_cc": lambda: baselines.graphblas_weak_components(A),
+            "weak_cc": lambda: baselines.graphblas_weak_components(A, graph.symmetric),
             "sssp": lambda: baselines.graphblas_bellman_ford(A, source)}[function]
 
 
