@@ -208,6 +208,8 @@ def test_gteps_counts_the_edges_of_the_traversed_component():
     directed = graphs.Graph("path", sp.csr_array(sp.triu(S)), False, 0)
     assert graphs.traversed_edges(directed, np.array([0, 1, 2, -1, -1])) == 2
     assert graphs.pick_source(S, seed=3) in (0, 1, 2)  # the largest component
+    looped = graphs.Graph("loop", S + sp.csr_array(sp.identity(5)), True, 0)  # a self loop counts once
+    assert graphs.traversed_edges(looped, np.array([0, 1, 2, -1, -1])) == 5 and looped.summary()["edges"] == 8
 
 
 # --------------------------------------------------------------------------- the harness

@@ -61,8 +61,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--python-overhead", action="store_true", help="host cost of one spmv call, 1000-row CSR")
     parser.add_argument("--transfer", action="store_true", help="streamed upload (pinned, pageable) vs cupyx and the "
                         "H2D rate, and out-of-core SpMV, on a 2.48 GB CSR (20M rows at --size medium/large)")
-    parser.add_argument("--graphs", nargs="*", metavar="GRAPH", help="instead of SpMV: sparsegpu.csgraph vs SciPy, a "
-                        "CuPy baseline and python-graphblas on the --size preset graphs, or those named "
+    parser.add_argument("--graphs", nargs="*", metavar="GRAPH", help="instead of SpMV: sparsegpu.csgraph vs SciPy, "
+                        "a CuPy baseline and python-graphblas on the --size preset graphs, or those named "
                         f"({', '.join(f'{f}:N' for f in graphs_bench.FAMILIES)}, real graph names)")
     return parser.parse_args(argv)
 
@@ -242,7 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         transfer_bench.print_transfer(payload["transfer"])
     if "graphs" in payload:
         graphs_bench.print_graphs(payload["graphs"])
-    bad = failures(payload) + transfer_bench.failures(payload.get("transfer")) + graphs_bench.failures(payload.get("graphs"))
+    bad = (failures(payload) + transfer_bench.failures(payload.get("transfer"))
+           + graphs_bench.failures(payload.get("graphs")))
     if bad:
         print(f"\nWRONG or failed: {', '.join(bad)}")
     print(f"\nwrote {args.out / 'bench.json'}" + (f" and {args.out / 'bench.png'}" if charted else ""))

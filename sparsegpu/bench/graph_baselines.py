@@ -44,7 +44,7 @@ import numpy as np
 def scatter_min(xp: ModuleType, target: Any, index: Any, values: Any) -> None:
     """``target[index[k]] = min(target[index[k]], values[k])`` for every k, repeats included:
     ``cupyx.scatter_min`` for CuPy arrays, ``numpy.minimum.at`` otherwise. Integer types only:
-    CuPy's float64 scatter-min rounds through float32 (seen with CuPy 14.2)."""
+    CuPy 14.2's float64 scatter-min returns minima rounded to float32."""
     if xp is np:
         np.minimum.at(target, index, values)
         return

@@ -2,16 +2,14 @@
 CuPy baseline and SuiteSparse:GraphBLAS (python-graphblas, all CPU cores), on the same graphs,
 each result checked against SciPy before it is timed (``python -m sparsegpu.bench --graphs``).
 
-=========  ====================================================================  =============
-function   the call (SciPy's name and arguments; A the adjacency, s the source)  baselines
-=========  ====================================================================  =============
-bfs        ``breadth_first_order(A, s, directed=True, return_predecessors=True)`` CuPy, GraphBLAS
-weak_cc    ``connected_components(A, directed=True, connection="weak")``          CuPy, GraphBLAS
-strong_cc  ``connected_components(A, directed=True, connection="strong")``        none
-sssp       ``dijkstra(A, directed=True, indices=s)``                              CuPy, GraphBLAS
-mst        ``minimum_spanning_tree(A)``                                           none
-rcm        ``reverse_cuthill_mckee(A, symmetric_mode=<A is symmetric>)``          none
-=========  ====================================================================  =============
+- ``bfs``: ``breadth_first_order(A, s, directed=True, return_predecessors=True)``;
+- ``weak_cc`` and ``strong_cc``: ``connected_components(A, directed=True, connection=...)``;
+- ``sssp``: ``dijkstra(A, directed=True, indices=s)``;
+- ``mst``: ``minimum_spanning_tree(A)``;
+- ``rcm``: ``reverse_cuthill_mckee(A, symmetric_mode=<A is symmetric>)``
+
+(A the adjacency matrix, s the source: a vertex with out-edges in the largest weak component).
+bfs, weak_cc and sssp have CuPy and GraphBLAS baselines (:data:`BASELINE_FUNCTIONS`).
 
 Implementations (:data:`IMPLS`): ``sparsegpu`` (the input already a sparsegpu CSR on the
 backend), ``from scipy`` (the same call on the scipy matrix: upload included), ``scipy``,
@@ -26,7 +24,7 @@ SciPy's within 1e-12 relative; the spanning forest has SciPy's edge count and to
 reported WRONG and never timed. Times are medians of whole calls, each ending synchronised
 (CUDA events on the GPU), with at most about :data:`SECONDS_PER_CASE` spent per case. BFS
 rate: GTEPS by Graph500 counting, the edges in the traversed component (undirected edges once)
-over the time.
+over the time (a self loop counts once).
 
 Graphs (:func:`resolve_graphs`): Graph500 Kronecker ``kron:SCALE`` (edge factor 16, weights
 uniform in (0, 1]), ``road_like:SIDE`` (SIDE^2 junctions, weights = lengths), ``grid_graph:SIDE``
@@ -102,10 +100,18 @@ class Graph:
             self.cache[key] = make()
         return self.cache[key]
 
+    def edges(self, rows: Any = slice(None)) -> int:
+        """Edges leaving ``rows`` (all vertices by default): stored entries, or for a symmetric
+        graph undirected edges (each pair once, a self loop once)."""
+        stored = int(np.diff(self.S.indptr)[rows].sum())
+        if not self.symmetric:
+            return stored
+        loops = int((self.S.diagonal() != 0)[rows].sum())
+        return (stored + loops) // 2
+
     def summary(self) -> dict[str, Any]:
-        nnz = int(self.S.nnz)
-        return {"vertices": int(self.S.shape[0]), "nnz": nnz, "symmetric": self.symmetric,
-                "edges": nnz // 2 if self.symmetric else nnz, "source": self.source, "build_s": self.build_s}
+        return {"vertices": int(self.S.shape[0]), "nnz": int(self.S.nnz), "symmetric": self.symmetric,
+                "edges": self.edges(), "source": self.source, "build_s": self.build_s}
 
     def release(self) -> None:
         self.cache.clear()
@@ -296,7 +302,9 @@ def reference(graph: Graph, function: str) -> dict[str, Any]:
     result = getattr(csgraph, name)(graph.S, *args, **kwargs)
     if function == "bfs":
         levels = checks.tree_levels(result[1], graph.source)
-        wrong = "SciPy's predecessors form no tree" if levels is None else checks.bfs_levels_error(graph.S, levels, graph.source)
+        if levels is None:
+            raise AssertionError("SciPy's BFS predecessors form no tree")
+        wrong = checks.bfs_levels_error(graph.S, levels, graph.source)
         if wrong:
             raise AssertionError(f"SciPy's BFS fails the level test: {wrong}")
         return {"levels": levels}
@@ -386,8 +394,7 @@ def run_case(graph: Graph, function: str, impl: str, backend: str, expected: dic
 
 def traversed_edges(graph: Graph, levels: np.ndarray) -> int:
     """Graph500's count for a BFS: edges with their source reached (undirected edges once)."""
-    count = int(np.diff(graph.S.indptr)[levels >= 0].sum())
-    return count // 2 if graph.symmetric else count
+    return graph.edges(levels >= 0)
 
 
 def enrich(row: dict[str, Any]) -> None:
@@ -499,7 +506,9 @@ def graphs_table(result: dict[str, Any]) -> tuple[str, list[str], list[list[str]
         rows.append([r["graph"], f"{r['vertices']:,}", f"{r['edges']:,}", r["function"],
                      *[_cell(r["outcomes"].get(i, {})) for i in impls],
                      _ratio(ours.get("vs_scipy")), _ratio(ours.get("vs_cupy")), gteps])
-    return f"Graph algorithms on {result['meta']['backend']}: ms per call (median)", headers, rows
+    title = (f"Graph algorithms on {result['meta']['backend']}: ms per call (median); x scipy, x cupy "
+             "(their time over sparsegpu's) and GTEPS (Graph500 counting) of sparsegpu")
+    return title, headers, rows
 
 
 def notes(result: dict[str, Any]) -> list[str]:
