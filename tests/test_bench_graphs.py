@@ -5,6 +5,7 @@ the CPU backend, with stand-ins for sparsegpu.csgraph's functions where the test
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -304,6 +305,15 @@ def test_a_real_directed_graph():
     assert not rows[0]["symmetric"] and rows[0]["edges"] == rows[0]["nnz"]
     assert all(r["outcomes"]["scipy"]["status"] == "ok" for r in rows)
     assert rows[2]["call"] == "reverse_cuthill_mckee(A, symmetric_mode=False)"
+
+
+def test_time_call_keeps_to_its_budget():
+    slow = graphs.time_call(lambda: time.sleep(0.02), "cpu", repeat=20, first_s=0.02, seconds_per_case=0.1)
+    assert slow.calls == 1 and 1 <= len(slow.samples) <= 5 and slow.seconds >= 0.02
+    once = graphs.time_call(lambda: time.sleep(0.02), "cpu", repeat=20, first_s=1.0, seconds_per_case=0.1)
+    assert len(once.samples) == 1
+    fast = graphs.time_call(lambda: sum(range(100)), "cpu", repeat=3, first_s=1e-5)
+    assert fast.calls > 1 and len(fast.samples) == 3 and fast.seconds < 1e-3
 
 
 def test_resolve_graphs_and_bad_names(tmp_path):

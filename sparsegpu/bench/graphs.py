@@ -346,19 +346,19 @@ def check(graph: Graph, function: str, result: Any, expected: dict[str, Any]) ->
 def time_call(call: Callable[[], Any], clock: str, repeat: int, first_s: float,
               seconds_per_case: float = SECONDS_PER_CASE) -> Timing:
     """Median seconds of ``call()`` ending synchronised: :func:`measure` when ``repeat`` calls
-    fit in ``seconds_per_case`` (given the first call took ``first_s``), else as many single
-    calls as fit (at least one), timed by the host clock."""
-    def synced(i: int = 0) -> None:
+    fit in ``seconds_per_case``, else as many single calls as fit (at least one), timed by the
+    host clock. The estimate of one call is ``first_s`` on the CPU clock, and on the GPU a
+    second call's time (the first one compiled kernels)."""
+    def synced(i: int = 0) -> float:
+        start = time.perf_counter()
         call()
         synchronize(clock)
+        return time.perf_counter() - start
 
-    if first_s * (repeat + 5) <= seconds_per_case:
+    once = first_s if clock == "cpu" else synced()
+    if once * (repeat + 5) <= seconds_per_case:
         return measure(synced, clock, repeat=repeat)
-    samples = []
-    for _ in range(max(1, min(repeat, int(seconds_per_case / max(first_s, 1e-9))))):
-        start = time.perf_counter()
-        synced()
-        samples.append(time.perf_counter() - start)
+    samples = [synced() for _ in range(max(1, min(repeat, int(seconds_per_case / max(once, 1e-9)))))]
     return Timing(statistics.median(samples), samples, 1)
 
 
