@@ -326,6 +326,10 @@ def test_resolve_graphs_and_bad_names(tmp_path):
     with pytest.raises(ValueError, match="unknown function"):
         graphs.bench_graphs(["kron:5"], "cpu", functions=["pagerank"])
     assert cli.main(["--backend", "cpu", "--out", str(tmp_path), "--graphs", "nope"]) == 2
+    assert cli.main(["--backend", "cpu", "--out", str(tmp_path), "--graphs", "--graph-functions", "bfs,nope"]) == 2
+    assert graphs.resolve_functions(["rcm", "bfs,rcm"]) == ["bfs", "rcm"]
+    code, payload = run_cli(tmp_path, "grid_graph:4", "--graph-functions", "sssp,bfs")
+    assert code == 0 and [r["function"] for r in payload["graphs"]["results"]] == ["bfs", "sssp"]
 
 
 def test_asv_graphs_suite(monkeypatch):

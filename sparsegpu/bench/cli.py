@@ -64,6 +64,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--graphs", nargs="*", metavar="GRAPH", help="instead of SpMV: sparsegpu.csgraph vs SciPy, "
                         "a CuPy baseline and python-graphblas on the --size preset graphs, or those named "
                         f"({', '.join(f'{f}:N' for f in graphs_bench.FAMILIES)}, real graph names)")
+    parser.add_argument("--graph-functions", default=",".join(graphs_bench.FUNCTIONS),
+                        help="comma-separated functions for --graphs (default: all)")
     return parser.parse_args(argv)
 
 
@@ -194,6 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         size = args.size or ("medium" if backend == "gpu" else "small")
         labels = [] if args.no_spmv or args.graphs is not None else resolve_matrices(args.matrices, size)
         graph_names = [] if args.graphs is None else graphs_bench.resolve_graphs(args.graphs, size)
+        graph_functions = graphs_bench.resolve_functions([args.graph_functions])
         formats = resolve_formats(args.formats)
     except (ValueError, sparsegpu.BackendError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -230,8 +233,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             bar.advance()
     if graph_names:
         with progress(len(graph_names)) as bar:
-            payload["graphs"] = graphs_bench.bench_graphs(graph_names, backend, repeat=args.repeat, seed=args.seed,
-                                                          on_step=bar.step, on_graph=bar.advance)
+            payload["graphs"] = graphs_bench.bench_graphs(graph_names, backend, graph_functions,
+                                                          repeat=args.repeat, seed=args.seed, on_step=bar.step,
+                                                          on_graph=bar.advance)
     args.out.mkdir(parents=True, exist_ok=True)
     report.write_json(args.out / "bench.json", payload)
     charted = bool(payload.get("spmv")) and report.plot_spmv(args.out / "bench.png", payload)

@@ -141,6 +141,20 @@ def resolve_graphs(items: Sequence[str], size: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def resolve_functions(items: Sequence[str]) -> list[str]:
+    """Function names (comma-separated parts allowed) in :data:`FUNCTIONS` order; unknown
+    ones raise ValueError.
+
+    >>> resolve_functions(["sssp,bfs"])
+    ['bfs', 'sssp']
+    """
+    wanted = {part.strip() for item in items for part in item.split(",") if part.strip()}
+    unknown = sorted(wanted - set(FUNCTIONS))
+    if unknown:
+        raise ValueError(f"unknown function(s) {', '.join(unknown)}; known: {', '.join(FUNCTIONS)}")
+    return [f for f in FUNCTIONS if f in wanted]
+
+
 def reweighted(S: Any, seed: int = 0) -> sp.csr_array:
     """``S``'s pattern (canonical CSR) with weights uniform in (0, 1], the same on (i, j) and
     (j, i), never 0 (SciPy's csgraph reads a stored 0 as no edge)."""
@@ -458,9 +472,7 @@ def bench_graphs(names: Sequence[str], backend: str, functions: Sequence[str] = 
     ``status`` (``skipped`` when a real graph is not found). ``on_step(text)`` hears what runs
     next, ``on_graph()`` when a graph is done."""
     step, done = on_step or (lambda text: None), on_graph or (lambda: None)
-    unknown = [f for f in functions if f not in FUNCTIONS]
-    if unknown:
-        raise ValueError(f"unknown function(s) {', '.join(unknown)}; known: {', '.join(FUNCTIONS)}")
+    functions = resolve_functions(functions)
     results: list[dict[str, Any]] = []
     for name in names:
         step(f"{name}: building")
