@@ -286,6 +286,17 @@ def test_missing_and_failing_functions(tmp_path, monkeypatch):
     assert "not available in sparsegpu.csgraph: sssp, rcm" in graphs.notes(result)
 
 
+def test_a_failing_reference_is_reported(monkeypatch):
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError("no room")
+
+    monkeypatch.setattr(graphs, "reference", out_of_memory)
+    result = graphs.bench_graphs(["grid_graph:4"], "cpu", functions=["bfs", "mst"], impls=["scipy"], repeat=1)
+    assert [r["status"] for r in result["results"]] == ["error", "error"]
+    assert graphs.failures(result) == ["graphs/grid_graph:4/bfs", "graphs/grid_graph:4/mst"]
+    assert "grid_graph:4 bfs: error: reference: MemoryError: no room" in graphs.notes(result)
+
+
 def test_a_graph_that_is_not_found_is_skipped(monkeypatch):
     def nowhere(name):
         raise FileNotFoundError(f"no matrix {name!r}")

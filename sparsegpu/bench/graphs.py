@@ -525,7 +525,7 @@ def graphs_table(result: dict[str, Any]) -> tuple[str, list[str], list[list[str]
     rows = []
     for r in result["results"]:
         if "outcomes" not in r:
-            rows.append([r["graph"], "", "", "", r["status"], *["" for _ in impls[1:]], "", "", ""])
+            rows.append([r["graph"], "", "", r.get("function", ""), r["status"], *["" for _ in impls[1:]], "", "", ""])
             continue
         ours = r["outcomes"].get("sparsegpu", {})
         gteps = f"{ours['gteps']:.3g}" if ours.get("gteps") else "-"
@@ -544,7 +544,8 @@ def notes(result: dict[str, Any]) -> list[str]:
     missing: dict[str, None] = {}
     for r in result["results"]:
         if "outcomes" not in r:
-            lines[f"{r['graph']}: {r['status']}: {r['message']}"] = None
+            lines[f"{' '.join([r['graph'], *([r['function']] if 'function' in r else [])])}: {r['status']}: "
+                  f"{r['message']}"] = None
         for impl, o in r.get("outcomes", {}).items():
             if o["status"] in ("wrong", "error"):
                 lines[f"{r['graph']} {r['function']} {impl}: {o['status'].upper()}: {o['message']}"] = None
