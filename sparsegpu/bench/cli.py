@@ -19,6 +19,7 @@ import scipy
 import sparsegpu
 from sparsegpu import datasets
 from sparsegpu._backend import resolve_backend
+from sparsegpu.bench import graphs as graphs_bench
 from sparsegpu.bench import primitives as primitives_bench
 from sparsegpu.bench import report, solvers, spmv, timing
 from sparsegpu.bench import transfer as transfer_bench
@@ -60,6 +61,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--python-overhead", action="store_true", help="host cost of one spmv call, 1000-row CSR")
     parser.add_argument("--transfer", action="store_true", help="streamed upload (pinned, pageable) vs cupyx and the "
                         "H2D rate, and out-of-core SpMV, on a 2.48 GB CSR (20M rows at --size medium/large)")
+    parser.add_argument("--graphs", nargs="*", metavar="GRAPH", help="instead of SpMV: sparsegpu.csgraph vs SciPy, "
+                        "a CuPy baseline and python-graphblas on the --size preset graphs, or those named "
+                        f"({', '.join(f'{f}:N' for f in graphs_bench.FAMILIES)}, real graph names)")
+    parser.add_argument("--graph-functions", default=",".join(graphs_bench.FUNCTIONS),
+                        help="comma-separated functions for --graphs (default: all)")
     return parser.parse_args(argv)
 
 
@@ -188,7 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         backend = resolve_backend(args.backend)
         size = args.size or ("medium" if backend == "gpu" else "small")
-        labels = [] if args.no_spmv else resolve_matrices(args.matrices, size)
+        labels = [] if args.no_spmv or args.graphs is not None else resolve_matrices(args.matrices, size)
+        graph_names = [] if args.graphs is None else graphs_bench.resolve_graphs(args.graphs, size)
+        graph_functions = graphs_bench.resolve_functions([args.graph_functions])
         formats = resolve_formats(args.formats)
     except (ValueError, sparsegpu.BackendError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -223,6 +231,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             payload["transfer"] = transfer_bench.bench_transfer(backend, transfer_bench.ROWS[size], repeat=5,
                                                                 seed=args.seed, on_step=bar.step)
             bar.advance()
+    if graph_names:
+        with progress(len(graph_names)) as bar:
+            payload["graphs"] = graphs_bench.bench_graphs(graph_names, backend, graph_functions,
+                                                          repeat=args.repeat, seed=args.seed, on_step=bar.step,
+                                                          on_graph=bar.advance)
     args.out.mkdir(parents=True, exist_ok=True)
     report.write_json(args.out / "bench.json", payload)
     charted = bool(payload.get("spmv")) and report.plot_spmv(args.out / "bench.png", payload)
@@ -231,7 +244,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\nsparsegpu.bench.solvers.compare_cg: {compared}")
     if "transfer" in payload:
         transfer_bench.print_transfer(payload["transfer"])
-    bad = failures(payload) + transfer_bench.failures(payload.get("transfer"))
+    if "graphs" in payload:
+        graphs_bench.print_graphs(payload["graphs"])
+    bad = (failures(payload) + transfer_bench.failures(payload.get("transfer"))
+           + graphs_bench.failures(payload.get("graphs")))
     if bad:
         print(f"\nWRONG or failed: {', '.join(bad)}")
     print(f"\nwrote {args.out / 'bench.json'}" + (f" and {args.out / 'bench.png'}" if charted else ""))
