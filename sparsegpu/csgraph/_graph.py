@@ -258,13 +258,26 @@ def _from_scipy(S: Any, backend: Backend, name: str) -> Graph:
     S = _validate.check_scipy(S)
     n = check_square(S.shape, name)
     check_real(S.dtype, name)
-    canonical = _validate_canonical(S)
+    canonical = _borrowed(S)
+    if canonical is None:
+        canonical = canonical_scipy(S, "csr", dtype=np.float64)
     arrays = (to_backend(a, backend) for a in (canonical.indptr, canonical.indices, canonical.data))
     return Graph(*arrays, n, backend, matrix_input=isinstance(S, sp.spmatrix))
 
 
-def _validate_canonical(S: Any) -> sp.csr_array:
-    return canonical_scipy(S, "csr", dtype=np.float64)
+def _borrowed(S: Any) -> sp.csr_array | None:
+    """A checked float64 CSR already in canonical form, as a view of its own arrays (None for any
+    other input). The graph of a scipy input lives for one call and no algorithm writes to it,
+    so sharing is safe, and a copy would cost as much as SciPy's own traversal."""
+    if S.format != "csr" or S.dtype != np.float64:
+        return None
+    if not S.indices.dtype == S.indptr.dtype == _validate.index_dtype(S.shape, S.nnz):
+        return None
+    if not _validate.is_canonical(S.indptr, S.indices):
+        return None
+    view = sp.csr_array((S.data, S.indices, S.indptr), shape=S.shape, copy=False)
+    view.has_sorted_indices = view.has_canonical_format = True
+    return view
 
 
 def _from_dense(a: Any, backend: Backend, name: str) -> Graph:
