@@ -30,12 +30,21 @@ def number_by_smallest_vertex(labels: np.ndarray) -> np.ndarray:
     >>> number_by_smallest_vertex(np.array([2, 0, 2, 1])).tolist()
     [0, 1, 0, 2]
     """
+    # Linear time (SciPy's labels are 0..k-1): each label's first vertex, then a running count
+    # of first vertices numbers the labels in the order they first appear.
+    labels = np.asarray(labels)
     if labels.size == 0:
         return labels.astype(np.int32)
-    _, first = np.unique(labels, return_index=True)  # first vertex of each old label, by label
-    rank = np.empty(first.size, dtype=np.int32)
-    rank[np.argsort(first, kind="stable")] = np.arange(first.size, dtype=np.int32)
-    return rank[np.searchsorted(np.unique(labels), labels)]
+    n = labels.size
+    first = np.full(int(labels.max()) + 1, n, dtype=np.int64)
+    np.minimum.at(first, labels, np.arange(n, dtype=np.int64))
+    first = first[first < n]
+    starts = np.zeros(n, dtype=bool)
+    starts[first] = True
+    number = np.cumsum(starts, dtype=np.int32) - 1
+    rank = np.zeros(int(labels.max()) + 1, dtype=np.int32)
+    rank[labels[first]] = number[first]
+    return rank[labels]
 
 
 def connected_components(csgraph: Any, directed: bool = True, connection: str = "weak",
