@@ -17,9 +17,18 @@ HISTORY = re.compile(r"\bsessions?\b|\btwins?\b|\.\./shared|\b(?:thirteenth|four
                      r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b", re.I)  # the last: commit hashes
 
 
+DOC_BLOCKS = [(path.name, k, block) for path in DOCS
+              for k, block in enumerate(re.findall(r"```python\n(.*?)```", path.read_text(), re.S))]
+
+
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
 def test_readme_example_runs(index, capsys):
     exec(compile(BLOCKS[index], f"README.md example {index + 1}", "exec"), {})
+
+
+@pytest.mark.parametrize("name, index, block", DOC_BLOCKS, ids=[f"{n}-{k}" for n, k, _ in DOC_BLOCKS])
+def test_docs_examples_run(name, index, block, capsys):
+    exec(compile(block, f"docs/{name} example {index + 1}", "exec"), {})
 
 
 def test_readme_is_short_and_keeps_the_quick_start():
