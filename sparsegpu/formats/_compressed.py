@@ -331,6 +331,17 @@ class CompressedMatrix(SparseMatrix):
         return semiring_gather(self._plan("plan", self.indptr), self.indptr, self.indices, self.data, x, out,
                                semiring, mask, complement, **flags)
 
+    @staticmethod
+    def _fold_runs(indptr: Any, indices: Any, data: Any, x: Any, out: Any, semiring: Any) -> Any:
+        """out[r] = the semiring fold of run r of a CSR built for one product (GPU): sub-warps
+        sized from the mean run, no run split (no setup pass; each run in entry order)."""
+        n_runs = indptr.size - 1
+        tpr = threads_per_row(data.size / n_runs if n_runs else 0.0)
+        never = np.iinfo(indptr.dtype).max
+        plan = GatherPlan(tpr=tpr, long_row=never, rows_grid=blocks_for(n_runs * tpr, ROWS_BLOCK), rows_kernel=None,
+                          n_major=indptr.dtype.type(n_runs), long_row_scalar=indptr.dtype.type(never))
+        return semiring_gather(plan, indptr, indices, data, x, out, semiring, None, False)
+
     def _spmv_dot(self, x: Any, y: Any, alpha: Any, beta: Any, w: Any, dot: Any) -> Any:
         if self._backend == "gpu" and self._major_axis == 0 and y.size:
             plan = self._plan("plan", self.indptr)

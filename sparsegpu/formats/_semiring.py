@@ -218,13 +218,18 @@ def spmspv(A: Any, v: Any, semiring: Any, mask: Any, complement: Any, direction:
     indices = xp.asarray(v.indices).astype(A.index_dtype, copy=False)
     values = xp.asarray(v.values).astype(A.dtype, copy=False)
     csr = A._semiring_csr()
-    at_data, at_indices, at_indptr = csr._swapped_arrays()  # A^T's CSR, cached
-    starts = at_indptr[indices].astype(np.int64)
-    lengths = at_indptr[indices + 1].astype(np.int64) - starts
+    if direction != "pull":
+        at_data, at_indices, at_indptr = csr._swapped_arrays()  # A^T's CSR, cached
+        starts = at_indptr[indices].astype(np.int64)
+        offsets = xp.zeros(indices.size + 1, dtype=np.int64)  # where each frontier entry's terms begin
+        if indices.size:
+            offsets[1:] = primitives.inclusive_scan(at_indptr[indices + 1].astype(np.int64) - starts)
+        out_edges = int(offsets[-1])
     if direction == "auto":
-        direction = "push" if _out_edges(lengths) * BEAMER_ALPHA <= _pull_edges(csr, mask, complement) else "pull"
+        direction = beamer_direction(out_edges, _pull_edges(csr, mask, complement))
     if direction == "push":
-        out_rows, out_values = _push(csr, at_indices, at_data, starts, lengths, values, semiring, mask, complement)
+        out_rows, out_values = _push(csr, at_indices, at_data, starts, offsets, out_edges, values, semiring, mask,
+                                     complement)
     else:
         out_rows, out_values = _pull(csr, indices, values, semiring, mask, complement)
     result = SparseVector(m, out_rows, out_values, check=False)
@@ -233,8 +238,14 @@ def spmspv(A: Any, v: Any, semiring: Any, mask: Any, complement: Any, direction:
     return result
 
 
-def _out_edges(lengths: Any) -> int:
-    return int(primitives.reduce(lengths)) if lengths.size else 0
+def beamer_direction(out_edges: int, scanned_edges: int) -> str:
+    """"push" while the frontier's ``out_edges`` are at most 1/BEAMER_ALPHA of the
+    ``scanned_edges`` a pull would read, else "pull".
+
+    >>> beamer_direction(10, 1000), beamer_direction(100, 1000)
+    ('push', 'pull')
+    """
+    return "push" if out_edges * BEAMER_ALPHA <= scanned_edges else "pull"
 
 
 def _pull_edges(csr: Any, mask: Any, complement: bool) -> int:
@@ -245,26 +256,24 @@ def _pull_edges(csr: Any, mask: Any, complement: bool) -> int:
     return int(primitives.reduce(row_lengths * allowed)) if row_lengths.size else 0
 
 
-def _stable_order(rows: Any, xp: Any) -> Any:
-    """The permutation sorting ``rows`` with ties kept in position order (keys made unique)."""
+def _stable_order(rows: Any, n_rows: int, xp: Any) -> Any:
+    """The permutation sorting ``rows`` (each below ``n_rows``) with ties kept in position order
+    (on the GPU the keys are made unique, so any sort gives the same order)."""
     count = rows.size
     if xp is np:
         return np.argsort(rows, kind="stable")
-    if int(rows.max()) < (1 << 62) // max(count, 1):
+    if n_rows < (1 << 62) // max(count, 1):
         return xp.argsort(rows.astype(np.int64) * count + xp.arange(count, dtype=np.int64))
     return xp.lexsort(xp.stack([xp.arange(count, dtype=np.int64), rows.astype(np.int64)]))
 
 
-def _push(csr: Any, at_indices: Any, at_data: Any, starts: Any, lengths: Any, values: Any, semiring: Semiring,
-          mask: Any, complement: bool) -> tuple[Any, Any]:
-    """Expand the frontier's columns of A (rows of A^T), sort the terms by output row (stably:
-    each row's terms stay in frontier order), fold each row's run in that order."""
+def _push(csr: Any, at_indices: Any, at_data: Any, starts: Any, offsets: Any, total: int, values: Any,
+          semiring: Semiring, mask: Any, complement: bool) -> tuple[Any, Any]:
+    """Expand the frontier's columns of A (rows of A^T: ``starts`` and ``offsets`` of their
+    terms, ``total`` of them), sort the terms by output row (stably: each row's terms stay in
+    frontier order), fold each row's run in that order."""
     xp = csr._xp
     index_dtype = csr.index_dtype
-    offsets = xp.zeros(lengths.size + 1, dtype=np.int64)
-    if lengths.size:
-        offsets[1:] = primitives.inclusive_scan(lengths)
-    total = int(offsets[-1])
     if total == 0:
         return xp.zeros(0, dtype=index_dtype), xp.zeros(0, dtype=csr.dtype)
     position = primitives.expand_pointers(offsets, xp)  # the frontier entry of each term
@@ -276,7 +285,7 @@ def _push(csr: Any, at_indices: Any, at_data: Any, starts: Any, lengths: Any, va
         rows, data, position = rows[keep], data[keep], position[keep]
         if rows.size == 0:
             return xp.zeros(0, dtype=index_dtype), xp.zeros(0, dtype=csr.dtype)
-    order = _stable_order(rows, xp)
+    order = _stable_order(rows, csr.shape[0], xp)
     rows, data, position = rows[order], data[order], position[order].astype(index_dtype)
     heads = xp.ones(rows.size, dtype=bool)
     heads[1:] = rows[1:] != rows[:-1]
@@ -284,12 +293,11 @@ def _push(csr: Any, at_indices: Any, at_data: Any, starts: Any, lengths: Any, va
     indptr = xp.empty(run_starts.size + 1, dtype=index_dtype)
     indptr[:-1] = run_starts
     indptr[-1] = rows.size
-    runs = type(csr)._make(data, position, indptr, (int(run_starts.size), int(values.size)), csr.backend)
     if csr.backend == "cpu":
         folded, _ = host_fold(indptr, position, data, values, semiring)
     else:
         folded = xp.empty(run_starts.size, dtype=csr.dtype)
-        runs._semiring_gpu(values, folded, semiring, None, False)
+        csr._fold_runs(indptr, position, data, values, folded, semiring)
     return rows[run_starts], folded
 
 

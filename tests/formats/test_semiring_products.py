@@ -276,6 +276,23 @@ def test_spmspv_mask(rng, backend, semiring):
             check_equal(out.values, values, semiring)
 
 
+def test_auto_direction_follows_beamer(rng, monkeypatch):
+    from sparsegpu.formats import _semiring
+
+    S, A = matrix(rng, "cpu", "csr", {}, m=200, n=200, density=0.05)
+    chosen = []
+    monkeypatch.setattr(_semiring, "_push", lambda *a: chosen.append("push") or (np.zeros(0, np.int32), np.zeros(0)))
+    monkeypatch.setattr(_semiring, "_pull", lambda *a: chosen.append("pull") or (np.zeros(0, np.int32), np.zeros(0)))
+    column_lengths = np.diff(S.tocsc().indptr)
+    light = int(np.flatnonzero(column_lengths > 0)[0])
+    A.spmspv(SparseVector(200, np.array([light]), np.array([1.0])))
+    A.spmspv(SparseVector(200, np.arange(200), np.ones(200)))
+    everything_masked = np.zeros(200, bool)
+    A.spmspv(SparseVector(200, np.array([light]), np.array([1.0])), mask=everything_masked)
+    assert chosen == ["push", "pull", "pull"]  # a mask that allows nothing leaves a pull nothing to scan
+    assert _semiring.beamer_direction(14, 196) == "push" and _semiring.beamer_direction(15, 196) == "pull"
+
+
 def test_spmspv_numpy_frontier_on_any_backend(rng, backend):
     S, A = matrix(rng, backend, "csr", {}, m=30, n=30, density=0.1)
     v, dense = frontier(rng, 30, 0.3)
