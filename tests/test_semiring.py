@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import sparsegpu  # noqa: F401  (registers every kernel file)
+import sparsegpu
 from sparsegpu import semiring as sr
 from sparsegpu._kernels import KernelFile
 from sparsegpu.formats import _compressed, _semiring

@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsegpu import _validate
-from sparsegpu._backend import (  # noqa: F401
+from sparsegpu._backend import (
     Backend,
     array_module,
     is_device_array,
