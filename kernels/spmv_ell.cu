@@ -4,26 +4,29 @@
 // without loading their values and stops at the first one.
 //
 // One thread per row, slots summed in order k = 0, 1, ...: bitwise reproducible run to run.
+// The row loop is a template over a semiring S (kernels/semiring.cuh, default plus-times);
+// ell_semiring_spmv runs it for other semirings, with an optional row mask.
 // Optionally a dot product of the result with a vector in the epilogue (CG's p.Ap).
 // padded_row_sum is shared with SELL-C-sigma (kernels/spmv_sell.cu), which is ELL slice by slice.
 //
 // csr_to_slots builds the ELL, SELL-C-sigma and JDS layouts (and HYB's ELL part) from a CSR in
 // one pass: one thread per rank copies its row's entries to their slots and writes the padding.
-#include "common.cuh"
+#include "semiring.cuh"
 
 inline constexpr int ELL_BLOCK = 256;
 inline constexpr int PADDED_UNROLL = 4;  // slots in flight per thread: four independent load chains
 
 // Sum of data[s] * x[indices[s]] over one row's slots s = first + k * stride, k < width,
-// stopping at the first padding slot (column < 0).
-template <class V, class I>
+// stopping at the first padding slot (column < 0); for a semiring S, the S::add-fold of
+// S::mul(data[s], x[indices[s]]) in the same order.
+template <class V, class I, class S = sg::PlusTimes<V>>
 __device__ __forceinline__ V padded_row_sum(const I* __restrict__ indices, const V* __restrict__ data,
                                             const V* __restrict__ x, long long first, long long stride,
                                             long long width) {
     // The slots are read once: evict-first keeps them from pushing x (and a y the next kernel
     // reads, as in CG) out of L2.
     const unsigned long long read_once = sg::l2_evict_first();
-    V sum = V(0);
+    V sum = S::identity();
     for (long long k = 0; k < width; k += PADDED_UNROLL) {
         I col[PADDED_UNROLL];
 #pragma unroll
@@ -31,7 +34,7 @@ __device__ __forceinline__ V padded_row_sum(const I* __restrict__ indices, const
             col[u] = k + u < width ? sg::load_hint(indices + first + (k + u) * stride, read_once) : I(-1);
 #pragma unroll
         for (int u = 0; u < PADDED_UNROLL; ++u)
-            if (col[u] >= 0) sum = sum + sg::load_hint(data + first + (k + u) * stride, read_once) * sg::ldg(x + col[u]);
+            if (col[u] >= 0) sum = S::add(sum, S::mul(sg::load_hint(data + first + (k + u) * stride, read_once), sg::ldg(x + col[u])));
         if (col[PADDED_UNROLL - 1] < 0) break;  // the row's padding has begun (or its slots ended)
     }
     return sum;
@@ -64,6 +67,17 @@ ell_spmv(const I* __restrict__ indices, const V* __restrict__ data, const long l
     if (dot == nullptr) return;  // uniform across the grid
     __shared__ double scratch[ELL_BLOCK / 32];
     if (sg::grid_sums<ELL_BLOCK, 1>(term, partials, counter, scratch) && threadIdx.x == 0) *dot = term[0];
+}
+
+// Semiring form: y[row] = the row's fold for rows the mask allows (others untouched).
+template <class V, class I, class S>
+__global__ void __launch_bounds__(ELL_BLOCK)
+ell_semiring_spmv(const I* __restrict__ indices, const V* __restrict__ data, const long long width,
+                  const long long n_rows, const V* __restrict__ x, V* __restrict__ y,
+                  const unsigned char* __restrict__ mask, const int complement) {
+    const long long row = (long long)blockIdx.x * ELL_BLOCK + threadIdx.x;
+    if (row >= n_rows || !sg::mask_allows(mask, complement, row)) return;
+    y[row] = padded_row_sum<V, I, S>(indices, data, x, row, n_rows, width);
 }
 
 // Where csr_to_slots puts slot k of the row at `rank` (perm[rank]; the identity for ELL):

@@ -218,6 +218,25 @@ sell_spmv(const long long* __restrict__ slice_ptr, const I* __restrict__ indices
             x, y, alpha, beta, partials, tickets);
 }
 
+// Semiring form of SELL_DIRECT (layouts with split slices or hot columns run semiring products
+// through their CSR instead): y[perm[rank]] = the row's fold (padded_row_sum over S), for rows
+// the mask allows (others untouched).
+template <class V, class I, int C, class S>
+__global__ void __launch_bounds__(SELL_BLOCK)
+sell_semiring_direct(const long long* __restrict__ slice_ptr, const I* __restrict__ indices,
+                     const V* __restrict__ data, const I* __restrict__ perm, const long long n_rows,
+                     const V* __restrict__ x, V* __restrict__ y, const unsigned char* __restrict__ mask,
+                     const int complement) {
+    const long long rank = (long long)blockIdx.x * SELL_BLOCK + threadIdx.x;
+    if (rank >= n_rows) return;  // the last slice's padding rows
+    const I row = sg::ldg(perm + rank);
+    if (!sg::mask_allows(mask, complement, row)) return;
+    const long long slice = rank / C;
+    const long long begin = sg::ldg(slice_ptr + slice);
+    const long long width = (sg::ldg(slice_ptr + slice + 1) - begin) / C;
+    y[row] = padded_row_sum<V, I, S>(indices, data, x, begin + rank % C, (long long)C, width);
+}
+
 // hot_values[j] = x[hot_cols[j]], a thread per staged column: the contiguous copy that products
 // with many hot columns stage from.
 template <class V, class I>

@@ -104,7 +104,9 @@ class KernelFile:
 
     ``expressions`` use ``{V}`` and ``{I}`` for the value and index type, e.g.
     ``"csr_spmv<{V}, {I}, 4>"``. ``value_dtypes`` / ``index_dtypes`` are the pairs the file is
-    built for (and that CI compiles).
+    built for (and that CI compiles). ``prefix``: C++ source put before the file's (a user-made
+    semiring operator's functor, which the expressions name). ``register``: list the file for
+    CI's compile step (False for kernels made at run time from user code).
     """
 
     registry: list[KernelFile] = []
@@ -115,12 +117,17 @@ class KernelFile:
         expressions: Iterable[str],
         value_dtypes: Sequence[Any] = VALUE_DTYPES,
         index_dtypes: Sequence[Any] = INDEX_DTYPES,
+        *,
+        prefix: str = "",
+        register: bool = True,
     ) -> None:
         self.filename = filename
+        self.prefix = prefix
         self.expressions = tuple(expressions)
         self.value_dtypes = tuple(np.dtype(t) for t in value_dtypes)
         self.index_dtypes = tuple(np.dtype(t) for t in index_dtypes)
-        KernelFile.registry.append(self)
+        if register:
+            KernelFile.registry.append(self)
 
     def function(self, expression: str, value_dtype: Any, index_dtype: Any = np.int32) -> Any:
         """The compiled kernel for ``expression`` (one of this file's) at these types."""
@@ -154,7 +161,7 @@ def _module(kernels: KernelFile, value: np.dtype, index: np.dtype, device: int) 
         )
     names = sorted({_substitute(e, value, index) for e in kernels.expressions})
     module = cupy.RawModule(
-        code=read_source(kernels.filename),
+        code=kernels.prefix + read_source(kernels.filename),
         options=NVRTC_OPTIONS,
         name_expressions=names,
     )
@@ -272,12 +279,14 @@ def emit_instantiation_units(out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     root = kernel_dir()
     by_file: dict[str, list[str]] = {}
+    prefixes: dict[str, dict[str, None]] = {}
     for kernels in KernelFile.registry:
         by_file.setdefault(kernels.filename, []).extend(kernels.instantiations())
+        prefixes.setdefault(kernels.filename, {})[kernels.prefix] = None
     written = []
     for filename, names in sorted(by_file.items()):
         unit = out_dir / f"instantiate_{Path(filename).stem}.cu"
-        lines = [f'#include "{root / filename}"', "void sparsegpu_instantiate_all() {"]
+        lines = [*filter(None, prefixes[filename]), f'#include "{root / filename}"', "void sparsegpu_instantiate_all() {"]
         lines += [f"    (void)&{name};" for name in dict.fromkeys(names)]
         lines.append("}")
         unit.write_text("\n".join(lines) + "\n")

@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsegpu import _validate
-from sparsegpu._backend import (  # noqa: F401
+from sparsegpu._backend import (
     Backend,
     array_module,
     is_device_array,
@@ -25,6 +25,7 @@ from sparsegpu._backend import (  # noqa: F401
     to_backend,
     to_host,
 )
+from sparsegpu.formats import _semiring
 from sparsegpu.formats._scipy import (  # noqa: F401  (re-exported for the layers above)
     as_scipy_sparse,
     canonical_scipy,
@@ -281,8 +282,17 @@ class SparseMatrix:
         transposed copy on first use)."""
         return TransposedOperator(self)
 
-    def spmv(self, x: Any, y: Any = None, alpha: Any = 1, beta: Any = 0) -> Any:
-        """``alpha * A @ x + beta * y``.
+    def spmv(self, x: Any, y: Any = None, alpha: Any = 1, beta: Any = 0, *, semiring: Any = None,
+             mask: Any = None, complement: bool = False) -> Any:
+        """``alpha * A @ x + beta * y``, or the product over a semiring, optionally masked.
+
+        With ``semiring`` (other than plus_times) or a ``mask``: ``out[i]`` = add-reduce over
+        stored j of ``mul(A[i, j], x[j])`` (:mod:`sparsegpu.semiring`; an empty row gives the
+        monoid's identity), computed only for the rows the mask allows; the others keep ``y``'s
+        value when ``y`` is given, else get the identity. ``semiring=None`` or plus_times
+        without a mask is the ordinary product, unchanged. Details: the module
+        ``sparsegpu.formats._semiring`` (COO, CSC, HYB, JDS and SELL with split slices or hot
+        columns run semiring products over their CSR, built once and cached).
 
         Parameters
         ----------
@@ -294,7 +304,15 @@ class SparseMatrix:
             ``shape[0]``, the same array library as ``x``, not overlapping ``x``. Required when
             ``beta != 0``; never read when ``beta == 0``.
         alpha, beta : scalar, optional
-            Default 1 and 0; complex only for a complex matrix.
+            Default 1 and 0; complex only for a complex matrix; other values only with
+            plus_times.
+        semiring : Semiring or str, optional
+            A :class:`sparsegpu.semiring.Semiring` or a predefined one's name (``"min_plus"``).
+            Complex matrices support only plus_times.
+        mask : ndarray, optional
+            1-D, length ``shape[0]``, booleans or numbers: nonzero rows are computed.
+        complement : bool, optional
+            Compute the rows where ``mask`` is zero instead.
 
         Returns
         -------
@@ -304,10 +322,13 @@ class SparseMatrix:
         Raises
         ------
         ValueError
-            Wrong shapes; ``y`` read-only or overlapping ``x``; ``beta`` nonzero without ``y``.
+            Wrong shapes; ``y`` read-only or overlapping ``x``; ``beta`` nonzero without ``y``;
+            ``alpha``/``beta`` other than 1/0 with a semiring other than plus_times; an unknown
+            semiring name; ``complement`` without ``mask``.
         TypeError
             Arrays of a dtype that does not fit or of different libraries; a CuPy ``x`` with a
-            CPU matrix; a non-numeric ``alpha`` or ``beta``.
+            CPU matrix; a non-numeric ``alpha`` or ``beta``; a semiring other than plus_times
+            for a complex matrix; a ``mask`` that is not numeric; ``complement`` not a bool.
 
         Examples
         --------
@@ -316,8 +337,70 @@ class SparseMatrix:
         >>> y = np.ones(3)
         >>> A.spmv(np.arange(3.0), y, alpha=2.0, beta=1.0).tolist()
         [1.0, 3.0, 5.0]
+        >>> A.spmv(np.arange(3.0), semiring="max_plus", mask=np.array([1, 0, 1])).tolist()
+        [1.0, -inf, 3.0]
         """
-        return self._product(x, y, alpha, beta, transpose=False)
+        if semiring is None and mask is None and complement is False:
+            return self._product(x, y, alpha, beta, transpose=False)
+        return _semiring.semiring_spmv(self, x, y, alpha, beta, semiring, mask, complement)
+
+    def spmspv(self, v: Any, *, semiring: Any = "plus_times", mask: Any = None, complement: bool = False,
+               direction: str = "auto") -> Any:
+        """The product with a sparse vector over a semiring: a frontier step of a graph traversal.
+
+        ``out[i]`` = add-reduce over stored j with ``j`` in ``v`` of ``mul(A[i, j], v[j])``; the
+        result stores the rows (the mask allows) that some entry of ``v`` reaches. Bitwise
+        reproducible. Runs over the matrix's CSR and A^T's CSR, both built once and cached.
+
+        Parameters
+        ----------
+        v : SparseVector
+            Length ``shape[1]``, NumPy or CuPy (a NumPy ``v`` with a GPU matrix is uploaded and
+            the result comes back as NumPy).
+        semiring : Semiring or str, optional
+            Default plus_times; ``"any_pair"`` for reachability, ``"min_plus"`` for relaxation.
+        mask, complement : optional
+            As for :meth:`spmv`: rows the mask excludes are left out of the result.
+        direction : {"auto", "push", "pull"}, optional
+            Push expands ``v``'s columns over A^T; pull computes the allowed rows over ``v``
+            given densely. "auto" pushes while ``v``'s out-edges are at most 1/14 of the edges
+            a pull would scan (Beamer's rule).
+
+        Returns
+        -------
+        SparseVector
+            Length ``shape[0]``, sorted indices; the same whatever the direction (up to the
+            rounding of plus, which folds in a fixed order per direction).
+
+        Raises
+        ------
+        TypeError
+            ``v`` not a SparseVector, of a dtype that does not fit, or CuPy with a CPU matrix; a
+            semiring other than plus_times for a complex matrix; a non-numeric mask.
+        ValueError
+            ``v``'s length; an unknown semiring or direction; a mask of the wrong length.
+
+        Examples
+        --------
+        >>> import numpy as np, scipy.sparse as sp, sparsegpu
+        >>> from sparsegpu.formats.vector import SparseVector
+        >>> A = sparsegpu.from_scipy(sp.csr_array(np.array([[0, 1.0, 0], [0, 0, 1.0], [1.0, 0, 0]])), backend="cpu")
+        >>> out = A.spmspv(SparseVector(3, np.array([1]), np.array([1.0])), semiring="any_pair")
+        >>> out.indices.tolist(), out.values.tolist()
+        ([0], [1.0])
+        """
+        return _semiring.spmspv(self, v, semiring, mask, complement, direction)
+
+    def _semiring_csr(self) -> Any:
+        """The CSR semiring products run over (built once and cached)."""
+        if "semiring_csr" not in self._cache:
+            self._cache["semiring_csr"] = self.to_csr()
+        return self._cache["semiring_csr"]
+
+    def _semiring_gpu(self, x: Any, out: Any, semiring: Any, mask: Any, complement: bool, **flags: Any) -> Any:
+        """out[i] = the semiring fold of row i, for rows the mask allows (GPU arrays; others
+        untouched). Formats with kernels of their own override it; the rest use their CSR."""
+        return self._semiring_csr()._semiring_gpu(x, out, semiring, mask, complement, **flags)
 
     def spmv_dot(self, x: Any, y: Any, dot: Any, w: Any = None, alpha: Any = 1, beta: Any = 0) -> Any:
         """``y = alpha * A @ x + beta * y`` and ``dot[0] = sum_i w[i] * y[i]`` in one call.

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from sparsegpu import _validate, convert, reference
 from sparsegpu._backend import Backend, backend_of, deterministic, resolve_backend
 from sparsegpu._kernels import KernelFile, blocks_for
+from sparsegpu.formats import _semiring
 from sparsegpu.formats._base import (
     SparseMatrix,
     canonical_scipy,
@@ -43,6 +44,10 @@ GATHER_KERNELS = KernelFile(
     + ["csr_spmv_long_chunks<{V}, {I}>", "csr_spmv_long_finish<{V}, {I}>"],
 )
 SCATTER_KERNELS = KernelFile("spmv_csc.cu", [f"csc_spmv_scatter<{{V}}, {{I}}, {t}>" for t in THREADS_PER_ROW])
+#: The semiring forms of the gather kernels ({S}: the semiring), one kernel file per semiring.
+SEMIRING_GATHER = tuple(f"csr_semiring_rows<{{V}}, {{I}}, {t}, {{S}}>" for t in THREADS_PER_ROW) + (
+    "csr_semiring_long_chunks<{V}, {I}, {S}>", "csr_semiring_long_finish<{V}, {I}, {S}>")
+_semiring.register_predefined("spmv_csr.cu", SEMIRING_GATHER)
 
 
 def threads_per_row(mean_length: float) -> int:
@@ -150,6 +155,34 @@ def gather_spmv(plan: GatherPlan, indptr: Any, indices: Any, data: Any, x: Any, 
             (blocks_for(plan.n_long * 32, 256),), (256,),
             (plan.long_rows, plan.chunk_first, partials, y, alpha, beta, indptr.dtype.type(plan.n_long)),
         )
+    return y
+
+
+def semiring_gather(plan: GatherPlan, indptr: Any, indices: Any, data: Any, x: Any, y: Any, semiring: Any,
+                    mask: Any, complement: bool, present: Any = None, hit: Any = None) -> Any:
+    """y[row] = the semiring fold of the row, for rows ``mask`` allows (GPU; the plan's row
+    split, the semiring's kernels). ``present``: uint8 flags on x's entries (absent ones do not
+    count); ``hit``: uint8, set to whether a present term met each row."""
+    import cupy
+
+    def function(template: str) -> Any:
+        return _semiring.kernel(semiring, "spmv_csr.cu", SEMIRING_GATHER, template, data.dtype, indptr.dtype)
+
+    flags = [NULL_POINTER if a is None else a for a in (mask, present, hit)]
+    rows = function(f"csr_semiring_rows<{{V}}, {{I}}, {plan.tpr}, {{S}}>")
+    rows((plan.rows_grid,), (ROWS_BLOCK,), (indptr, indices, data, x, y, plan.n_major, plan.long_row_scalar,
+                                           flags[0], np.int32(complement), flags[1], flags[2]))
+    if plan.n_long:
+        partials = cupy.empty(plan.n_chunks, y.dtype)
+        chunk_hit = NULL_POINTER if hit is None else cupy.zeros(plan.n_chunks, np.uint8)
+        function("csr_semiring_long_chunks<{V}, {I}, {S}>")(
+            (plan.n_chunks,), (LONG_BLOCK,),
+            (indptr, indices, data, x, plan.long_rows, plan.chunk_first, plan.chunk_slot, partials, flags[1],
+             chunk_hit))
+        function("csr_semiring_long_finish<{V}, {I}, {S}>")(
+            (blocks_for(plan.n_long * 32, 256),), (256,),
+            (plan.long_rows, plan.chunk_first, partials, y, indptr.dtype.type(plan.n_long), flags[0],
+             np.int32(complement), chunk_hit, flags[2]))
     return y
 
 
@@ -288,6 +321,26 @@ class CompressedMatrix(SparseMatrix):
             data, indices, indptr = self._swapped_arrays()
             return gather_spmv(self._plan("swapped_plan", indptr), indptr, indices, data, x, y, alpha, beta)
         return self._scatter(x, y, alpha, beta)
+
+    def _semiring_csr(self) -> Any:
+        return self if self._major_axis == 0 else super()._semiring_csr()
+
+    def _semiring_gpu(self, x: Any, out: Any, semiring: Any, mask: Any, complement: bool, **flags: Any) -> Any:
+        if self._major_axis != 0:
+            return super()._semiring_gpu(x, out, semiring, mask, complement, **flags)
+        return semiring_gather(self._plan("plan", self.indptr), self.indptr, self.indices, self.data, x, out,
+                               semiring, mask, complement, **flags)
+
+    @staticmethod
+    def _fold_runs(indptr: Any, indices: Any, data: Any, x: Any, out: Any, semiring: Any) -> Any:
+        """out[r] = the semiring fold of run r of a CSR built for one product (GPU): sub-warps
+        sized from the mean run, no run split (no setup pass; each run in entry order)."""
+        n_runs = indptr.size - 1
+        tpr = threads_per_row(data.size / n_runs if n_runs else 0.0)
+        never = np.iinfo(indptr.dtype).max
+        plan = GatherPlan(tpr=tpr, long_row=never, rows_grid=blocks_for(n_runs * tpr, ROWS_BLOCK), rows_kernel=None,
+                          n_major=indptr.dtype.type(n_runs), long_row_scalar=indptr.dtype.type(never))
+        return semiring_gather(plan, indptr, indices, data, x, out, semiring, None, False)
 
     def _spmv_dot(self, x: Any, y: Any, alpha: Any, beta: Any, w: Any, dot: Any) -> Any:
         if self._backend == "gpu" and self._major_axis == 0 and y.size:

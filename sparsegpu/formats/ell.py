@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from sparsegpu import _validate, convert
 from sparsegpu._backend import Backend, deterministic, resolve_backend
 from sparsegpu._kernels import KernelFile, blocks_for, device_properties
+from sparsegpu.formats import _semiring
 from sparsegpu.formats._base import SparseMatrix
 from sparsegpu.formats._compressed import NULL_POINTER, dot_scratch
 from sparsegpu.formats.csr import CSR
@@ -38,6 +39,10 @@ ELL_KERNELS = KernelFile(
     ["ell_spmv<{V}, {I}>"]
     + [f"csr_to_slots<{{V}}, {{I}}, {layout}>" for layout in (reference.LAYOUT_ELL, reference.LAYOUT_SELL, reference.LAYOUT_JDS)],
 )
+
+#: ELL's semiring kernel ({S}: the semiring), one kernel file per semiring.
+SEMIRING_ELL = ("ell_semiring_spmv<{V}, {I}, {S}>",)
+_semiring.register_predefined("spmv_ell.cu", SEMIRING_ELL)
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -302,6 +307,17 @@ class ELL(RegularMatrix):
 
     def _forward(self, x: Any, y: Any, alpha: Any, beta: Any) -> Any:
         return ell_forward(self.indices, self.data, self.width, x, y, alpha, beta)
+
+    def _semiring_gpu(self, x: Any, out: Any, semiring: Any, mask: Any, complement: bool, **flags: Any) -> Any:
+        if flags:  # presence flags (a sparse x) run over the CSR
+            return super()._semiring_gpu(x, out, semiring, mask, complement, **flags)
+        kernel = _semiring.kernel(semiring, "spmv_ell.cu", SEMIRING_ELL, SEMIRING_ELL[0], self._dtype,
+                                  self._index_dtype)
+        m = self._shape[0]
+        kernel((blocks_for(m, ELL_BLOCK),), (ELL_BLOCK,),
+               (self.indices, self.data, np.int64(self.width), np.int64(m), x, out,
+                NULL_POINTER if mask is None else mask, np.int32(complement)))
+        return out
 
     def _spmv_dot(self, x: Any, y: Any, alpha: Any, beta: Any, w: Any, dot: Any) -> Any:
         # The product and w . y in one kernel (kernels/spmv_ell.cu ell_spmv with its dot epilogue).

@@ -56,6 +56,7 @@ from sparsegpu._kernels import (
     blocks_for,
     device_properties,
 )
+from sparsegpu.formats import _semiring
 from sparsegpu.formats._compressed import NULL_POINTER
 from sparsegpu.formats.ell import (
     RegularMatrix,
@@ -124,6 +125,9 @@ SELL_KERNELS = KernelFile(
     + ["sell_stage_hot<{V}, {I}>", "sell_window_slots<{I}>", "sell_slice_widths<{I}>", "sell_part_counts<{I}>",
        "sell_split_units<{I}>", "sell_select_hot<{I}>", "sell_fill_slots<{V}, {I}>"],
 )
+#: SELL's semiring kernel (direct layouts; {S}: the semiring), one kernel file per semiring.
+SEMIRING_SELL = tuple(f"sell_semiring_direct<{{V}}, {{I}}, {c}, {{S}}>" for c in SELL_CHUNKS)
+_semiring.register_predefined("spmv_sell.cu", SEMIRING_SELL)
 #: Construction kernels with their reference.
 _CONSTRUCTION_REFERENCES = {
     "sell_window_slots<{I}>": reference.sell_window_slots,
@@ -547,6 +551,18 @@ class SELL(RegularMatrix):
                   np.int64(n_split), np.int64(self.split) if self.split else _NEVER_SPLIT, self.hot_cols,
                   np.int64(n_hot), hot_values, np.int64(n_slices), np.int64(n_rows))
         return LaunchPlan(kernel, blocks, threads, shared, arrays, scratch, stage, hot_values)
+
+    def _semiring_gpu(self, x: Any, out: Any, semiring: Any, mask: Any, complement: bool, **flags: Any) -> Any:
+        if flags or self.mode != "direct":  # split slices, hot columns and sparse x run over the CSR
+            return super()._semiring_gpu(x, out, semiring, mask, complement, **flags)
+        kernel = _semiring.kernel(semiring, "spmv_sell.cu", SEMIRING_SELL,
+                                  f"sell_semiring_direct<{{V}}, {{I}}, {self.C}, {{S}}>", self._dtype,
+                                  self._index_dtype)
+        m = self._shape[0]
+        kernel((blocks_for(m, SELL_BLOCK),), (SELL_BLOCK,),
+               (self.slice_ptr, self.indices, self.data, self.perm, np.int64(m), x, out,
+                NULL_POINTER if mask is None else mask, np.int32(complement)))
+        return out
 
     def _forward(self, x: Any, y: Any, alpha: Any, beta: Any) -> Any:
         if self._backend == "cpu":
