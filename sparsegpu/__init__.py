@@ -9,11 +9,11 @@ True
 
 from __future__ import annotations
 
-from sparsegpu import csgraph, linalg
+from sparsegpu import csgraph, linalg, semiring
 from sparsegpu._backend import BackendError, backend, get_options, gpu_available, options, set_options
 from sparsegpu._kernels import KernelCompileError
 from sparsegpu.advisor import Advice, MatrixStats, advise, from_scipy, matrix_stats
-from sparsegpu.formats import COO, CSC, CSR, ELL, HYB, JDS, SELL, SparseMatrix, TransposedOperator
+from sparsegpu.formats import COO, CSC, CSR, ELL, HYB, JDS, SELL, SparseMatrix, SparseVector, TransposedOperator
 from sparsegpu.transfer import (
     OutOfCoreCSR,
     PinnedPool,
@@ -47,6 +47,7 @@ __all__ = [
     "BackendError",
     "KernelCompileError",
     "SparseMatrix",
+    "SparseVector",
     "TransposedOperator",
     "backend",
     "from_scipy",
@@ -55,6 +56,7 @@ __all__ = [
     "linalg",
     "options",
     "pin",
+    "semiring",
     "pinned_empty",
     "set_options",
     "unpin",

@@ -8,5 +8,6 @@ from sparsegpu.formats.ell import ELL
 from sparsegpu.formats.hyb import HYB
 from sparsegpu.formats.jds import JDS
 from sparsegpu.formats.sell import SELL
+from sparsegpu.formats.vector import SparseVector
 
-__all__ = ["COO", "CSC", "CSR", "ELL", "HYB", "JDS", "SELL", "SparseMatrix", "TransposedOperator"]
+__all__ = ["COO", "CSC", "CSR", "ELL", "HYB", "JDS", "SELL", "SparseMatrix", "SparseVector", "TransposedOperator"]
