@@ -10,9 +10,9 @@ the pivot's forward-backward reach, and rounds of colouring.
 >>> indptr, indices = np.array([0, 1, 1, 2, 2]), np.array([2, 0])
 >>> count, labels = weak_components(indptr, indices)
 >>> count, labels.tolist()
-(2, [0, 1, 0, 1])
->>> strong_components(indptr, indices, np.array([0, 1, 1, 2, 2]), np.array([2, 0]))[0]
-4
+(3, [0, 1, 0, 2])
+>>> strong_components(indptr, indices, indptr, indices)[0]  # the edges 0 -> 2 -> 0: their own transpose
+3
 """
 
 from __future__ import annotations
