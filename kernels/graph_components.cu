@@ -79,10 +79,10 @@ __device__ __forceinline__ int link_strided(int* parent, int root, const I* indi
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) w[u] = k + u * stride < end ? (int)indices[k + u * stride] : -1;
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) pw[u] = w[u] >= 0 ? load(parent + w[u]) : root;
+        for (int u = 0; u < UNROLL; ++u) pw[u] = w[u] >= 0 ? load(parent + w[u]) : -1;
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u)
-            if (pw[u] != root) root = link_edge(parent, root, w[u]);
+            if (w[u] >= 0 && pw[u] != root) root = link_edge(parent, root, w[u]);
     }
     return root;
 }
@@ -232,7 +232,8 @@ __device__ __forceinline__ bool any_unassigned(const I* indices, long long start
 }
 }  // namespace cc
 
-// One sweep of trimming; changed[0] = 1 when a vertex was assigned.
+// One sweep of trimming; changed[0] = 1 when a vertex was assigned, changed[1] = 1 when a vertex
+// is left unassigned.
 template <class I>
 __global__ void __launch_bounds__(CC_BLOCK)
 scc_trim(const I* __restrict__ out_ptr, const I* __restrict__ out_idx, const I* __restrict__ in_ptr,
@@ -264,6 +265,8 @@ scc_trim(const I* __restrict__ out_ptr, const I* __restrict__ out_idx, const I* 
     if (trimmed) {
         rep[v] = (int)v;
         changed[0] = 1;
+    } else if (active) {
+        changed[1] = 1;
     }
 }
 

@@ -106,23 +106,25 @@ def weak_components(indptr: Any, indices: Any, *, symmetric: bool = False) -> tu
 
 class _Sweeps:
     """Sweeps of one kernel launched in batches, the host checking only each batch's last
-    changed flag (a sweep that changed nothing means the fixed point)."""
+    flags: a sweep's flags are two ints, the first 1 when the sweep changed something (a sweep
+    that changed nothing means the fixed point), the second for the kernel to use."""
 
     def __init__(self) -> None:
         import cupy
 
-        self.changed = cupy.zeros(SWEEP_BATCHES[1], dtype=np.int32)
-        self.slots = [self.changed[k:k + 1] for k in range(SWEEP_BATCHES[1])]
+        self.flags = cupy.zeros((SWEEP_BATCHES[1], 2), dtype=np.int32)
+        self.slots = [self.flags[k] for k in range(SWEEP_BATCHES[1])]
 
-    def run(self, sweep: Any) -> None:
-        """Call ``sweep(changed_slot)`` until one sweep reports no change."""
+    def run(self, sweep: Any) -> np.ndarray:
+        """Call ``sweep(flags_slot)`` until one sweep reports no change; that sweep's flags."""
         batch = SWEEP_BATCHES[0]
         while True:
-            self.changed[:batch].fill(0)
+            self.flags[:batch].fill(0)
             for k in range(batch):
                 sweep(self.slots[k])
-            if not int(self.changed[batch - 1].get()):
-                return
+            last = self.flags[batch - 1].get()
+            if not last[0]:
+                return last
             batch = min(2 * batch, SWEEP_BATCHES[1])
 
 
@@ -145,11 +147,12 @@ class _StrongState:
         self.vertices = cupy.arange(self.n, dtype=np.int32)
         self.sweeps = _Sweeps()
 
-    def trim(self) -> None:
-        """Assign every vertex left without an unassigned in- or out-neighbour, to a fixed point."""
+    def trim(self) -> bool:
+        """Assign every vertex left without an unassigned in- or out-neighbour, to a fixed
+        point; whether unassigned vertices remain."""
         kernel = _kernel("scc_trim<{I}>", self.index)
         args = (self.out_ptr, self.out_idx, self.in_ptr, self.in_idx, np.int64(self.n), self.rep)
-        self.sweeps.run(lambda changed: kernel(self.grid, (CC_BLOCK,), (*args, changed)))
+        return bool(self.sweeps.run(lambda flags: kernel(self.grid, (CC_BLOCK,), (*args, flags)))[1])
 
     def propagate(self, forward: bool, group: Any, lab: Any, dirty: Any) -> None:
         """Min-propagate ``lab`` from the ``dirty`` vertices along out-edges (``forward``) or
@@ -160,9 +163,9 @@ class _StrongState:
         kernel = _kernel("scc_propagate<{I}>", self.index)
         buffers = [dirty, cupy.zeros(self.n, dtype=np.uint8)]
 
-        def sweep(changed: Any) -> None:
+        def sweep(flags: Any) -> None:
             kernel(self.grid, (CC_BLOCK,), (ptr, idx, np.int64(self.n), self.rep, group, lab, buffers[0],
-                                            buffers[1], changed))
+                                            buffers[1], flags))
             buffers.reverse()
 
         self.sweeps.run(sweep)
@@ -210,9 +213,6 @@ class _StrongState:
         inside = unassigned & (lab == 0)
         cupy.copyto(self.rep, colour, where=inside)
 
-    def unassigned_left(self) -> bool:
-        return bool((self.rep < 0).any())
-
 
 def strong_components(indptr: Any, indices: Any, in_indptr: Any, in_indices: Any) -> tuple[int, Any]:
     """Strongly connected components: trimming, the pivot's SCC by forward-backward reach, then
@@ -236,12 +236,9 @@ def strong_components(indptr: Any, indices: Any, in_indptr: Any, in_indices: Any
     state = _StrongState(indptr, indices, in_indptr, in_indices)
     if state.n <= 0:
         return 0, cupy.empty(0, dtype=np.int32)
-    state.trim()
-    state.pivot_component()
-    while True:
-        state.trim()
-        if not state.unassigned_left():
-            break
+    if state.trim():
+        state.pivot_component()
+    while state.trim():
         state.colour_round()
     flags = cupy.empty(state.n, dtype=np.int32)
     _kernel("cc_flag_roots", state.index)(state.grid, (CC_BLOCK,), (np.int64(state.n), state.rep, flags))
