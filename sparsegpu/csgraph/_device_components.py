@@ -230,6 +230,12 @@ def strong_components(indptr: Any, indices: Any, in_indptr: Any, in_indices: Any
     n_components : int
     labels : cupy.ndarray
         int32, SCCs numbered 0, 1, ... in the order of their smallest vertex.
+
+    Notes
+    -----
+    Every loop runs on the device in sweeps; the host reads one flag per batch of sweeps
+    (:data:`SWEEP_BATCHES`). A sweep carries a label at least one edge further, so a long path
+    (a road network, a long cycle) costs sweeps in proportion to its length.
     """
     import cupy
 
