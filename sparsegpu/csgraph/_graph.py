@@ -77,8 +77,22 @@ class Graph:
         if "undirected" not in self._cache:
             result = self._derived(*symmetrise_min(self.indptr, self.indices, self.weights, self.n, self.xp))
             result._cache["undirected"] = result
+            result._cache["symmetric"] = True
             self._cache["undirected"] = result
         return self._cache["undirected"]
+
+    def is_symmetric(self) -> bool:
+        """Whether every edge's reverse is stored too (the structure, not the weights); the
+        transpose is built to decide, once, and the answer is cached."""
+        if "symmetric" not in self._cache:
+            reverse = self.transpose()
+            self._cache["symmetric"] = bool((reverse.indptr == self.indptr).all()) and bool(
+                (reverse.indices == self.indices).all())
+        return self._cache["symmetric"]
+
+    def known_symmetric(self) -> bool:
+        """Whether the graph is known to be symmetric without building anything."""
+        return bool(self._cache.get("symmetric", False))
 
     def without_zero_weights(self) -> Graph:
         """The graph less its zero-weight edges (itself when it has none)."""

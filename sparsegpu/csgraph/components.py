@@ -103,11 +103,14 @@ def connected_components(csgraph: Any, directed: bool = True, connection: str = 
         count, labels = scipy_csgraph.connected_components(graph.to_scipy(), directed, connection)
         if strong:
             labels = number_by_smallest_vertex(labels)
-    elif strong:
+    elif strong and not graph.is_symmetric():
         reverse = graph.transpose()
         count, labels = _device_components.strong_components(graph.indptr, graph.indices, reverse.indptr,
                                                              reverse.indices)
-    else:
-        count, labels = _device_components.weak_components(graph.indptr, graph.indices)
+    else:  # weak, or strong on a symmetric graph, where they are the same
+        # Hooking reads each edge both ways, so weak components need no undirected copy; a graph
+        # known to be symmetric lets it skip the giant component's rows (Afforest).
+        count, labels = _device_components.weak_components(graph.indptr, graph.indices,
+                                                           symmetric=graph.known_symmetric())
     count = int(count)
     return (count, graph.output(labels)) if return_labels else count

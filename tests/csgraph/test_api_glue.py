@@ -78,7 +78,9 @@ def fake_bellman_ford(indptr, indices, weights, source, *, predecessors=True):
     return dist, preds.astype(indptr.dtype) if predecessors else None
 
 
-def fake_weak(indptr, indices):
+def fake_weak(indptr, indices, *, symmetric=False):
+    if symmetric:
+        assert (_csr(indptr, indices) != _csr(indptr, indices).T).nnz == 0, "symmetric=True on an asymmetric graph"
     count, labels = scipy_csgraph.connected_components(_csr(indptr, indices), connection="weak")
     return count, labels.astype(np.int32)
 
