@@ -190,14 +190,19 @@ __device__ __forceinline__ bool last_block(u64* ticket) {
 
 // End of a round (one thread): the next near queue becomes current; a split is due when it is empty.
 template <int OP>
-__device__ void end_round(u64* state) {
+__device__ void end_round(u64* words) {
+    volatile u64* state = words;  // (other blocks' atomics: read from L2, not this SM's L1)
     const u64 parity = state[PARITY];
     state[NEAR_COUNT + parity] = 0;
     state[CHUNK_COUNT] = 0;
     state[PARITY] = parity ^ 1;
-    const u64 round = ++state[ROUND];
+    const u64 round = state[ROUND] + 1;
+    state[ROUND] = round;
     if (state[NEAR_COUNT + (parity ^ 1)] != 0) {
-        if (round >= state[ROUND_LIMIT]) state[OVERRUN] = state[DONE] = 1;
+        if (round >= state[ROUND_LIMIT]) {
+            state[OVERRUN] = 1;
+            state[DONE] = 1;
+        }
         return;
     }
     if (OP == TREE || state[FAR_COUNT + state[FAR_PARITY]] == 0) {
@@ -211,7 +216,7 @@ __device__ void end_round(u64* state) {
     state[PREVIOUS] = bits_of(threshold);
     state[THRESHOLD] = bits_of(next);
     state[FAR_MIN] = KEY_INF;
-    state[EPOCH] += 1;
+    state[EPOCH] = state[EPOCH] + 1;
     state[SPLIT] = 1;
 }
 
@@ -324,9 +329,10 @@ __global__ void __launch_bounds__(256) paths_split(PATHS_PARAMETERS) {
         warp_push(to_keep, v, kept, state + FAR_COUNT + (far_parity ^ 1));
     }
     if (last_block(state + TICKET_SPLIT) && threadIdx.x == 0) {
-        state[FAR_COUNT + far_parity] = 0;
-        state[FAR_PARITY] = far_parity ^ 1;
-        state[SPLIT] = 0;
+        volatile u64* words = state;
+        words[FAR_COUNT + far_parity] = 0;
+        words[FAR_PARITY] = far_parity ^ 1;
+        words[SPLIT] = 0;
     }
 }
 

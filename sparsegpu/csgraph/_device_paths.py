@@ -28,8 +28,8 @@ ROUND_LIMIT, OVERRUN, DELTA, LIMIT = 16, 17, 18, 19
 STATE_WORDS = 24
 RELAX, TREE = 0, 1
 CHUNK_STEPS = 16  # kernels/graph_paths.cu: a chunk task is GROUP * CHUNK_STEPS edges
-KEY_INF = 0xFFF0000000000000  # key(+inf)
-KEY_ZERO = 0x8000000000000000  # key(+0.0)
+KEY_INF = np.uint64(0xFFF0000000000000)  # key(+inf)
+KEY_ZERO = np.uint64(0x8000000000000000)  # key(+0.0)
 NO_PREDECESSOR = reference.NO_PREDECESSOR
 
 #: Lanes per queued vertex by mean out-degree: (largest mean degree, lanes), first match.
