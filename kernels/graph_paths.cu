@@ -55,6 +55,8 @@ inline constexpr int ROUND_LIMIT = 16;  // a frontier still busy at this round: 
 inline constexpr int OVERRUN = 17;
 inline constexpr int DELTA = 18;        // double bits
 inline constexpr int LIMIT = 19;        // double bits: relaxations beyond it are dropped
+inline constexpr int SMALL_LIMIT = 20;  // paths_small returns past this many queued items
+inline constexpr int SMALL_BLOCK = 1024;
 
 inline constexpr int RELAX = 0;
 inline constexpr int TREE = 1;
@@ -220,24 +222,17 @@ __device__ void end_round(u64* words) {
     state[SPLIT] = 1;
 }
 
-}  // namespace paths
-
-// The kernels (global names, as the loader's expressions spell them).
-using namespace paths;
-
-// A round: the current near queue's vertices relax their out-edges (the first CHUNK of them).
+// A round's queued vertices, spread over `warps` warps (this one `warp`): each group relaxes the
+// first CHUNK out-edges of its vertex and queues the rest as chunk tasks.
 template <class I, int OP, int GROUP>
-__global__ void __launch_bounds__(256) paths_expand(PATHS_PARAMETERS) {
-    if (state[DONE]) return;
-    const Arrays<I> a = arrays(PATHS_ARGUMENTS);
+__device__ __forceinline__ void expand_round(const Arrays<I>& a, long long warp, long long warps) {
+    volatile const u64* state = a.state;
     const int parity = static_cast<int>(state[PARITY]), far_parity = static_cast<int>(state[FAR_PARITY]);
     const long long count = static_cast<long long>(state[NEAR_COUNT + parity]);
     const int round = static_cast<int>(state[ROUND]), epoch = static_cast<int>(state[EPOCH]);
     const double threshold = as_double(state[THRESHOLD]), limit = as_double(state[LIMIT]);
     constexpr int PER_WARP = 32 / GROUP;
     constexpr long long CHUNK = static_cast<long long>(GROUP) * CHUNK_STEPS;
-    const long long warp = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-    const long long warps = static_cast<long long>(gridDim.x) * blockDim.x / 32;
     const int group = (threadIdx.x & 31) / GROUP, lane = (threadIdx.x & 31) % GROUP;
     const I* queue = a.near(parity);
     for (long long first = warp * PER_WARP; first < count; first += warps * PER_WARP) {
@@ -246,15 +241,15 @@ __global__ void __launch_bounds__(256) paths_expand(PATHS_PARAMETERS) {
         I u = 0, begin = 0, end = 0;
         long long chunks = 0;  // chunk tasks beyond the first CHUNK edges
         if (valid) {
-            u = queue[item];
+            u = __ldcg(queue + item);
             begin = a.indptr[u];
             end = a.indptr[u + 1];
             if (OP == TREE && a.source_of != nullptr && round > 0 && lane == 0)
-                a.source_of[u] = a.source_of[a.parent[u]];  // the parent's level finished last launch
+                a.source_of[u] = __ldcg(a.source_of + __ldcg(a.parent + u));  // parent's level is done
             if (end - begin > CHUNK) chunks = (end - begin - 1) / CHUNK;
         }
         u64 base = 0;
-        if (chunks > 0 && lane == 0) base = atomicAdd(state + CHUNK_COUNT, static_cast<u64>(chunks));
+        if (chunks > 0 && lane == 0) base = atomicAdd(a.state + CHUNK_COUNT, static_cast<u64>(chunks));
         base = __shfl_sync(0xFFFFFFFFu, base, (threadIdx.x & 31) - lane);
         if (chunks > 0) {
             for (long long c = lane; c < chunks; c += GROUP) {
@@ -267,72 +262,129 @@ __global__ void __launch_bounds__(256) paths_expand(PATHS_PARAMETERS) {
     }
 }
 
-// The round's chunk tasks; the last block then ends the round.
+// The round's chunk tasks.
 template <class I, int OP, int GROUP>
-__global__ void __launch_bounds__(256) paths_chunks(PATHS_PARAMETERS) {
-    if (state[DONE]) return;
-    const Arrays<I> a = arrays(PATHS_ARGUMENTS);
+__device__ __forceinline__ void chunk_round(const Arrays<I>& a, long long warp, long long warps) {
+    volatile const u64* state = a.state;
     const int parity = static_cast<int>(state[PARITY]), far_parity = static_cast<int>(state[FAR_PARITY]);
     const long long count = static_cast<long long>(state[CHUNK_COUNT]);
     const int round = static_cast<int>(state[ROUND]), epoch = static_cast<int>(state[EPOCH]);
     const double threshold = as_double(state[THRESHOLD]), limit = as_double(state[LIMIT]);
     constexpr int PER_WARP = 32 / GROUP;
     constexpr long long CHUNK = static_cast<long long>(GROUP) * CHUNK_STEPS;
-    const long long warp = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-    const long long warps = static_cast<long long>(gridDim.x) * blockDim.x / 32;
     const int group = (threadIdx.x & 31) / GROUP;
     for (long long first = warp * PER_WARP; first < count; first += warps * PER_WARP) {
         const long long item = first + group;
         const bool valid = item < count;
         I u = 0, begin = 0, end = 0;
         if (valid) {
-            u = a.chunk_vertex[item];
-            begin = a.chunk_start[item];
+            u = __ldcg(a.chunk_vertex + item);
+            begin = __ldcg(a.chunk_start + item);
             end = a.indptr[u + 1];
             if (end - begin > CHUNK) end = begin + static_cast<I>(CHUNK);
         }
         relax_range<I, OP, GROUP>(a, valid, u, begin, end, round, epoch, threshold, limit, parity, far_parity);
     }
-    if (last_block(state + TICKET_CHUNKS) && threadIdx.x == 0) end_round<OP>(state);
 }
 
-// The split (when due): far vertices below the new threshold join the (empty) current near queue;
-// those above it move, once each, to the other far pile. The last block swaps the piles.
+// The split over threads `thread` of `threads`: far vertices below the new threshold join the
+// (empty) current near queue; those above it move, once each, to the other far pile.
 template <class I>
-__global__ void __launch_bounds__(256) paths_split(PATHS_PARAMETERS) {
-    if (state[DONE] || !state[SPLIT]) return;
+__device__ __forceinline__ void split_far(const Arrays<I>& a, long long thread, long long threads) {
+    volatile const u64* state = a.state;
     const int parity = static_cast<int>(state[PARITY]), far_parity = static_cast<int>(state[FAR_PARITY]);
     const long long count = static_cast<long long>(state[FAR_COUNT + far_parity]);
     const int round = static_cast<int>(state[ROUND]), epoch = static_cast<int>(state[EPOCH]);
     const u64 below = key_of(as_double(state[PREVIOUS])), threshold = key_of(as_double(state[THRESHOLD]));
-    I* const far = far_parity ? far1 : far0;
-    I* const kept = far_parity ? far0 : far1;
-    I* const near = parity ? near1 : near0;
+    const I* far = a.far(far_parity);
+    I* const kept = a.far(far_parity ^ 1);
+    I* const near = a.near(parity);
     const long long lane = threadIdx.x & 31;
-    const long long warp_first = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) - lane;
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long first = warp_first; first < count; first += stride) {
+    for (long long first = thread - lane; first < count; first += threads) {
         const long long item = first + lane;
         bool to_near = false, to_keep = false;
         I v = 0;
         if (item < count) {
-            v = far[item];
-            const u64 k = load(dist + v);
+            v = __ldcg(far + item);
+            const u64 k = load(a.dist + v);
             if (k >= below && k < threshold) {
-                to_near = atomicExch(mark + v, round) != round;
+                to_near = atomicExch(a.mark + v, round) != round;
             } else if (k >= threshold) {
-                to_keep = atomicExch(far_mark + v, epoch) != epoch;
-                if (to_keep) atomicMin(state + FAR_MIN, k);
+                to_keep = atomicExch(a.far_mark + v, epoch) != epoch;
+                if (to_keep) atomicMin(a.state + FAR_MIN, k);
             }
         }
-        warp_push(to_near, v, near, state + NEAR_COUNT + parity);
-        warp_push(to_keep, v, kept, state + FAR_COUNT + (far_parity ^ 1));
+        warp_push(to_near, v, near, a.state + NEAR_COUNT + parity);
+        warp_push(to_keep, v, kept, a.state + FAR_COUNT + (far_parity ^ 1));
     }
-    if (last_block(state + TICKET_SPLIT) && threadIdx.x == 0) {
-        volatile u64* words = state;
-        words[FAR_COUNT + far_parity] = 0;
-        words[FAR_PARITY] = far_parity ^ 1;
-        words[SPLIT] = 0;
+}
+
+// After a split (one thread): the kept pile becomes current.
+__device__ __forceinline__ void end_split(u64* words) {
+    volatile u64* state = words;
+    const u64 far_parity = state[FAR_PARITY];
+    state[FAR_COUNT + far_parity] = 0;
+    state[FAR_PARITY] = far_parity ^ 1;
+    state[SPLIT] = 0;
+}
+
+}  // namespace paths
+
+// The kernels (global names, as the loader's expressions spell them).
+using namespace paths;
+
+// A round's queued vertices (nothing while a split is due: paths_split runs it first).
+template <class I, int OP, int GROUP>
+__global__ void __launch_bounds__(256) paths_expand(PATHS_PARAMETERS) {
+    if (state[DONE] || state[SPLIT]) return;
+    const long long warp = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+    expand_round<I, OP, GROUP>(arrays(PATHS_ARGUMENTS), warp, static_cast<long long>(gridDim.x) * blockDim.x / 32);
+}
+
+// The round's chunk tasks; the last block then ends the round.
+template <class I, int OP, int GROUP>
+__global__ void __launch_bounds__(256) paths_chunks(PATHS_PARAMETERS) {
+    if (state[DONE] || state[SPLIT]) return;
+    const long long warp = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+    chunk_round<I, OP, GROUP>(arrays(PATHS_ARGUMENTS), warp, static_cast<long long>(gridDim.x) * blockDim.x / 32);
+    if (last_block(state + TICKET_CHUNKS) && threadIdx.x == 0) end_round<OP>(state);
+}
+
+// The split, when due; the last block swaps the piles.
+template <class I>
+__global__ void __launch_bounds__(256) paths_split(PATHS_PARAMETERS) {
+    if (state[DONE] || !state[SPLIT]) return;
+    split_far(arrays(PATHS_ARGUMENTS), static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x,
+              static_cast<long long>(gridDim.x) * blockDim.x);
+    if (last_block(state + TICKET_SPLIT) && threadIdx.x == 0) end_split(state);
+}
+
+// Rounds in one block while they are small: no launch, no host, between rounds (a road graph's
+// thousands of rounds of a few hundred vertices each). Returns when the near queue (or a far
+// pile to split) outgrows SMALL_LIMIT items, leaving the state at the start of a round or of a
+// split, for the many-block kernels; or when done.
+template <class I, int OP, int GROUP>
+__global__ void __launch_bounds__(SMALL_BLOCK) paths_small(PATHS_PARAMETERS) {
+    const Arrays<I> a = arrays(PATHS_ARGUMENTS);
+    volatile u64* words = state;
+    const long long warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    const u64 small = words[SMALL_LIMIT];
+    while (true) {
+        __syncthreads();  // (every thread has read the state words of the last round)
+        if (words[DONE]) return;
+        if (words[SPLIT]) {
+            if (words[FAR_COUNT + words[FAR_PARITY]] > small) return;
+            split_far(a, threadIdx.x, blockDim.x);
+            __syncthreads();
+            if (threadIdx.x == 0) end_split(state);
+            continue;
+        }
+        if (words[NEAR_COUNT + words[PARITY]] > small) return;
+        expand_round<I, OP, GROUP>(a, warp, warps);
+        __syncthreads();
+        chunk_round<I, OP, GROUP>(a, warp, warps);
+        __syncthreads();
+        if (threadIdx.x == 0) end_round<OP>(state);
     }
 }
 

@@ -24,7 +24,7 @@ from sparsegpu.reference import graph_paths as reference
 # State words: the constants at the top of kernels/graph_paths.cu.
 PARITY, NEAR_COUNT, FAR_PARITY, FAR_COUNT, CHUNK_COUNT = 0, 1, 3, 4, 6
 THRESHOLD, PREVIOUS, FAR_MIN, SPLIT, DONE, ROUND, EPOCH = 7, 8, 9, 10, 11, 12, 13
-ROUND_LIMIT, OVERRUN, DELTA, LIMIT = 16, 17, 18, 19
+ROUND_LIMIT, OVERRUN, DELTA, LIMIT, SMALL_LIMIT = 16, 17, 18, 19, 20
 STATE_WORDS = 24
 RELAX, TREE = 0, 1
 CHUNK_STEPS = 16  # kernels/graph_paths.cu: a chunk task is GROUP * CHUNK_STEPS edges
@@ -38,12 +38,18 @@ GROUP_BY_MEAN_DEGREE = ((6.0, 4), (24.0, 8), (np.inf, 32))
 #: ROUNDS_MAX_BATCH (a finished loop's further launches return at once).
 ROUNDS_FIRST_BATCH = 4
 ROUNDS_MAX_BATCH = 128
+#: Rounds whose near queue (or far pile to split) holds at most SMALL_ITEMS vertices run in one
+#: block of SMALL_BLOCK threads that loops over them with no launch in between (0: never).
+SMALL_ITEMS = 2048
+SMALL_BLOCK = 1024  # kernels/graph_paths.cu
 BLOCK = 256
-BLOCKS_PER_SM = 8
+#: Blocks per multiprocessor of the many-block launches, by lanes per vertex: low-degree graphs
+#: have small queues, where idle blocks cost more than they help.
+BLOCKS_PER_SM = {4: 2, 8: 4, 32: 8}
 
 _GROUPS = tuple(group for _, group in GROUP_BY_MEAN_DEGREE)
-_EXPRESSIONS = ([f"paths_expand<{{I}}, {op}, {g}>" for op in (RELAX, TREE) for g in _GROUPS]
-                + [f"paths_chunks<{{I}}, {op}, {g}>" for op in (RELAX, TREE) for g in _GROUPS]
+_EXPRESSIONS = ([f"paths_{kernel}<{{I}}, {op}, {g}>" for kernel in ("small", "expand", "chunks")
+                 for op in (RELAX, TREE) for g in _GROUPS]
                 + ["paths_split<{I}>", "paths_keys_to_distances<{I}>", "paths_finish_tree<{I}>"])
 PATHS_KERNELS = KernelFile("graph_paths.cu", _EXPRESSIONS, (np.float64,))
 _POINTERS = [ctypes.c_uint64] * 15
@@ -77,7 +83,7 @@ class _Loop:
         self.chunk_vertex = cupy.empty(chunks, dtype=dtype)
         self.chunk_start = cupy.empty(chunks, dtype=dtype)
         self.state = cupy.zeros(STATE_WORDS, dtype=np.uint64)
-        self.grid = device_properties()["multiprocessors"] * BLOCKS_PER_SM
+        self.grid = device_properties()["multiprocessors"] * BLOCKS_PER_SM[self.group]
 
     def pointers(self, parent: Any = None, source_of: Any = None) -> list[int]:
         arrays = [self.indptr, self.indices, self.weights, self.dist, self.mark, *self.near, *self.far,
@@ -95,25 +101,27 @@ class _Loop:
         state[[THRESHOLD, DELTA, LIMIT]] = np.array([threshold, delta, limit]).view(np.uint64)
         state[FAR_MIN] = KEY_INF
         state[ROUND_LIMIT] = round_limit
+        state[SMALL_LIMIT] = SMALL_ITEMS
         self.state.set(state)
         self.near[0][: len(sources)] = sources
 
     def run(self, op: int, parent: Any = None, source_of: Any = None, *, split: bool = False) -> None:
         """Launch rounds (with the far pile's split if ``split``) until the device says done (or
         overran its round limit)."""
-        g = self.group
-        launches = [PackedLaunch(self.function(f"paths_expand<{{I}}, {op}, {g}>"), _POINTERS),
-                    PackedLaunch(self.function(f"paths_chunks<{{I}}, {op}, {g}>"), _POINTERS)]
+        g, grid = self.group, self.grid
+        kernels = [("small", SMALL_BLOCK, 1), ("expand", BLOCK, grid), ("chunks", BLOCK, grid)]
+        launches = [(PackedLaunch(self.function(f"paths_{kernel}<{{I}}, {op}, {g}>"), _POINTERS), block, blocks)
+                    for kernel, block, blocks in kernels]
         if split:
-            launches.append(PackedLaunch(self.function("paths_split<{I}>"), _POINTERS))
-        for launch in launches:
+            launches.append((PackedLaunch(self.function("paths_split<{I}>"), _POINTERS), BLOCK, grid))
+        for launch, _, _ in launches:
             launch.set(0, *self.pointers(parent, source_of))
         stream = self.cupy.cuda.get_current_stream().ptr
-        batch, grid = ROUNDS_FIRST_BATCH, self.grid
+        batch = ROUNDS_FIRST_BATCH
         while True:
             for _ in range(batch):
-                for launch in launches:
-                    launch(grid, BLOCK, stream)
+                for launch, block, blocks in launches:
+                    launch(blocks, block, stream)
             if int(self.state[DONE].get()):
                 return
             batch = min(2 * batch, ROUNDS_MAX_BATCH)
@@ -199,11 +207,10 @@ def delta_stepping(indptr: Any, indices: Any, weights: Any, sources: Any, *, lim
     delta = reference.choose_delta(loop.n, loop.m, float(weights.sum()) if loop.m else 0.0)
     loop.start(unique_sources, threshold=delta, delta=delta, limit=float(limit), round_limit=2**62)
     loop.run(RELAX, split=True)
-    dist = loop.distances()
-    if not (predecessors or nearest_source):
-        return dist, None, None
-    parent, source_of = loop.tree(unique_sources, nearest_source)
-    return dist, parent if predecessors else None, source_of
+    parent = source_of = None
+    if predecessors or nearest_source:
+        parent, source_of = loop.tree(unique_sources, nearest_source)  # (reads the keys)
+    return loop.distances(), parent if predecessors else None, source_of
 
 
 def bellman_ford(indptr: Any, indices: Any, weights: Any, source: int, *,
@@ -240,7 +247,5 @@ def bellman_ford(indptr: Any, indices: Any, weights: Any, source: int, *,
         parity = int(loop.state[PARITY].get())
         busy = loop.near[parity][: int(loop.state[NEAR_COUNT + parity].get())]
         raise NegativeCycleError(f"Negative cycle detected on node {int(busy.min())}")
-    dist = loop.distances()
-    if not predecessors:
-        return dist, None
-    return dist, loop.tree(sources, False)[0]
+    parent = loop.tree(sources, False)[0] if predecessors else None  # (reads the keys)
+    return loop.distances(), parent
