@@ -121,10 +121,12 @@ __device__ __forceinline__ void visit(const Arrays<I>& a, bool active, I u, doub
             const double nd = du + w;
             const u64 k = key_of(nd);
             if (nd <= limit && k < load(a.dist + v) && k < atomicMin(a.dist + v, k)) {
-                if (nd < threshold) near = atomicExch(a.mark + v, round + 1) != round + 1;
-                else {
+                // (A plain read first: most improved vertices are queued already.)
+                if (nd < threshold) {
+                    near = __ldcg(a.mark + v) != round + 1 && atomicExch(a.mark + v, round + 1) != round + 1;
+                } else {
                     // (FAR_MIN bounds every far vertex's distance from below, queued before or not.)
-                    far = atomicExch(a.far_mark + v, epoch) != epoch;
+                    far = __ldcg(a.far_mark + v) != epoch && atomicExch(a.far_mark + v, epoch) != epoch;
                     if (k < load(a.state + FAR_MIN)) atomicMin(a.state + FAR_MIN, k);
                 }
             }

@@ -33,7 +33,7 @@ KEY_ZERO = np.uint64(0x8000000000000000)  # key(+0.0)
 NO_PREDECESSOR = reference.NO_PREDECESSOR
 
 #: Lanes per queued vertex by mean out-degree: (largest mean degree, lanes), first match.
-GROUP_BY_MEAN_DEGREE = ((6.0, 4), (24.0, 8), (np.inf, 32))
+GROUP_BY_MEAN_DEGREE = ((6.0, 4), (48.0, 8), (np.inf, 32))
 #: Rounds launched before the host first reads the done word; the batch then doubles up to
 #: ROUNDS_MAX_BATCH (a finished loop's further launches return at once).
 ROUNDS_FIRST_BATCH = 4
@@ -43,9 +43,12 @@ ROUNDS_MAX_BATCH = 128
 SMALL_ITEMS = 2048
 SMALL_BLOCK = 1024  # kernels/graph_paths.cu
 BLOCK = 256
-#: Blocks per multiprocessor of the many-block launches, by lanes per vertex: low-degree graphs
-#: have small queues, where idle blocks cost more than they help.
-BLOCKS_PER_SM = {4: 2, 8: 4, 32: 8}
+#: Blocks per multiprocessor of the many-block launches, by lanes per vertex (at most as many as
+#: fit at once: a second wave would leave its share of a grid-stride loop for last): low-degree
+#: graphs have small queues, where idle blocks cost more than they help.
+BLOCKS_PER_SM = {4: 2, 8: 8, 32: 8}
+REGISTERS_PER_SM = 65536
+THREADS_PER_SM = 2048
 
 _GROUPS = tuple(group for _, group in GROUP_BY_MEAN_DEGREE)
 _EXPRESSIONS = ([f"paths_{kernel}<{{I}}, {op}, {g}>" for kernel in ("small", "expand", "chunks")
@@ -53,6 +56,13 @@ _EXPRESSIONS = ([f"paths_{kernel}<{{I}}, {op}, {g}>" for kernel in ("small", "ex
                 + ["paths_split<{I}>", "paths_keys_to_distances<{I}>", "paths_finish_tree<{I}>"])
 PATHS_KERNELS = KernelFile("graph_paths.cu", _EXPRESSIONS, (np.float64,))
 _POINTERS = [ctypes.c_uint64] * 15
+
+
+def _resident_blocks(kernel: Any, block: int) -> int:
+    """How many blocks of ``block`` threads of ``kernel`` fit on a multiprocessor at once, by its
+    registers (allocated per warp in steps of 8 a thread)."""
+    registers = -(-max(int(getattr(kernel, "num_regs", 32)), 1) // 8) * 8
+    return max(1, min(THREADS_PER_SM // block, REGISTERS_PER_SM // (registers * block)))
 
 
 def _group(n: int, m: int) -> int:
@@ -83,7 +93,7 @@ class _Loop:
         self.chunk_vertex = cupy.empty(chunks, dtype=dtype)
         self.chunk_start = cupy.empty(chunks, dtype=dtype)
         self.state = cupy.zeros(STATE_WORDS, dtype=np.uint64)
-        self.grid = device_properties()["multiprocessors"] * BLOCKS_PER_SM[self.group]
+        self.multiprocessors = device_properties()["multiprocessors"]
 
     def pointers(self, parent: Any = None, source_of: Any = None) -> list[int]:
         arrays = [self.indptr, self.indices, self.weights, self.dist, self.mark, *self.near, *self.far,
@@ -108,12 +118,16 @@ class _Loop:
     def run(self, op: int, parent: Any = None, source_of: Any = None, *, split: bool = False) -> None:
         """Launch rounds (with the far pile's split if ``split``) until the device says done (or
         overran its round limit)."""
-        g, grid = self.group, self.grid
-        kernels = [("small", SMALL_BLOCK, 1), ("expand", BLOCK, grid), ("chunks", BLOCK, grid)]
-        launches = [(PackedLaunch(self.function(f"paths_{kernel}<{{I}}, {op}, {g}>"), _POINTERS), block, blocks)
-                    for kernel, block, blocks in kernels]
-        if split:
-            launches.append((PackedLaunch(self.function("paths_split<{I}>"), _POINTERS), BLOCK, grid))
+        g = self.group
+        names = [f"paths_small<{{I}}, {op}, {g}>", f"paths_expand<{{I}}, {op}, {g}>", f"paths_chunks<{{I}}, {op}, {g}>"]
+        names += ["paths_split<{I}>"] if split else []
+        launches = []
+        for name in names:
+            kernel = self.function(name)
+            block = SMALL_BLOCK if "small" in name else BLOCK
+            blocks = 1 if "small" in name else self.multiprocessors * min(
+                BLOCKS_PER_SM[g], _resident_blocks(kernel, BLOCK))
+            launches.append((PackedLaunch(kernel, _POINTERS), block, blocks))
         for launch, _, _ in launches:
             launch.set(0, *self.pointers(parent, source_of))
         stream = self.cupy.cuda.get_current_stream().ptr
