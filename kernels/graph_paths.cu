@@ -19,7 +19,10 @@
 //
 // The loop needs no host decision: each kernel reads its sizes from the state words, and the last
 // block of a launch (a ticket) does the round's bookkeeping. The host launches rounds in batches
-// and reads one word (done) between batches.
+// (paths_small, paths_expand, paths_chunks, paths_split each) and reads one word (done) between
+// batches. paths_small is one block that runs round after round, with no launch between, while
+// the queue stays small (a road graph's thousands of rounds of a few hundred vertices); it hands
+// back to the many-block kernels, which do one round per launch, when the queue outgrows it.
 //
 // Work items: GROUP lanes per vertex (4, 8 or 32, by mean degree); a vertex with more than CHUNK
 // = GROUP * CHUNK_STEPS out-edges relaxes its first CHUNK edges at once and queues the rest as
@@ -110,7 +113,8 @@ struct Arrays {
     __device__ __forceinline__ I* far(int parity) const { return parity ? far1 : far0; }
 };
 
-// One edge u -> v of weight w from a vertex at distance du (keys: ku), for the whole warp.
+// One edge u -> v of weight w from a vertex at distance du (inactive lanes too: the pushes are
+// warp-wide).
 template <class I, int OP>
 __device__ __forceinline__ void visit(const Arrays<I>& a, bool active, I u, double du, I v, double w,
                                       int round, int epoch, double threshold, double limit, int parity,

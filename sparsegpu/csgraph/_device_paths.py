@@ -6,8 +6,11 @@ Bellman-Ford is the same loop with T = inf, each round relaxing only the vertice
 last. The rounds run on the device: each launch reads its sizes from device state words, the last
 block of a round's launches does its bookkeeping, and the host launches rounds in batches
 (ROUNDS_FIRST_BATCH, doubling up to ROUNDS_MAX_BATCH), reading one word between batches, so a
-road graph's thousands of short rounds do not each wait for the host. Predecessors come from a
-breadth-first search over the tight edges, run by the same loop.
+road graph's thousands of short rounds do not each wait for the host; rounds of at most
+SMALL_ITEMS queued vertices run inside one looping block, with no launch between them.
+Predecessors come from a breadth-first search over the tight edges, run by the same loop.
+A negative cycle shows as a frontier still busy after n rounds: with one, Bellman-Ford runs n
+rounds before it raises.
 """
 
 from __future__ import annotations

@@ -198,6 +198,7 @@ def test_reference_bellman_ford_negative_cycles(rng):
     dist, preds = reference.bellman_ford(*arrays(csr), source)
     np.testing.assert_allclose(dist, bellman_ford(csr, directed=True, indices=source), rtol=1e-12)
     assert np.isinf(dist[40:43]).all()
+    assert_valid_tree(csr, dist, preds, [source])
     loop = canonical(sp.csr_array(np.array([[-1.0]])))
     with pytest.raises(NegativeCycleError):
         reference.bellman_ford(*arrays(loop), 0)
