@@ -72,16 +72,22 @@ def _resident_blocks(kernel: Any) -> int:
 
 @functools.cache
 def _resident_blocks_cached(function_pointer: int, multiprocessors: int) -> int:
-    from cupy.cuda import driver
+    try:
+        from cupy.cuda import driver
 
-    per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(function_pointer, BFS_BLOCK, 0)
-    return multiprocessors * max(1, min(BFS_BLOCKS_PER_SM, int(per_sm)))
+        per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(function_pointer, BFS_BLOCK, 0))
+    except (ImportError, AttributeError):  # an older CuPy: one block per multiprocessor always fits
+        per_sm = 1
+    return multiprocessors * max(1, min(BFS_BLOCKS_PER_SM, per_sm))
 
 
 def _launch_cooperative(kernel: Any, grid: int, args: tuple) -> None:
     """A cooperative launch: the driver refuses it, rather than deadlocking the grid barrier,
     when the blocks cannot all be resident."""
-    kernel((grid,), (BFS_BLOCK,), args, enable_cooperative_groups=True)
+    try:
+        kernel((grid,), (BFS_BLOCK,), args, enable_cooperative_groups=True)
+    except TypeError:  # a CuPy without cooperative launches: the grid already fits at once
+        kernel((grid,), (BFS_BLOCK,), args)
 
 
 def bfs_order(levels: Any) -> Any:

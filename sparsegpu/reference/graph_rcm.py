@@ -18,7 +18,7 @@ on ties), so the bandwidth never exceeds SciPy's:
 Components keep SciPy's order (by their start vertex's rank); the order is reversed at the end.
 
 >>> import numpy as np, scipy.sparse as sp
->>> path = sp.diags([1, 1], [-1, 1], shape=(5, 5), format="csr")
+>>> path = sp.diags_array([np.ones(4), np.ones(4)], offsets=[-1, 1], format="csr")
 >>> reverse_cuthill_mckee(path.indptr, path.indices).tolist()
 [4, 3, 2, 1, 0]
 """
