@@ -291,8 +291,10 @@ __device__ __forceinline__ int choose_direction(int mode, long long nf, long lon
     return (nf * BFS_BETA < n && nf < previous) ? BFS_PUSH : BFS_PULL;
 }
 
-__device__ __forceinline__ bool small_frontier(int mode, long long nf, long long mf) {
-    return mode == BFS_PUSH && nf <= BFS_SMALL_FRONTIER && mf <= BFS_SMALL_EDGES;
+// `limit`: the caller's bound on small frontiers (at most BFS_SMALL_FRONTIER; 0 turns the
+// single-block levels off).
+__device__ __forceinline__ bool small_frontier(int mode, long long nf, long long mf, long long limit) {
+    return mode == BFS_PUSH && nf <= limit && mf <= BFS_SMALL_EDGES;
 }
 
 // The sources (distinct) at level 0; block 0 only.
@@ -321,7 +323,7 @@ struct BfsSmallShared {
 
 template <class I>
 __device__ void run_small_levels(const BfsArgs<I>& a, long long level, int mode, long long previous,
-                                 long long unexplored, BfsSmallShared<I>& ss) {
+                                 long long unexplored, long long limit, BfsSmallShared<I>& ss) {
     const int slot = (int)(level % 3);
     long long nf = bfs_read(a.control, BFS_COUNT + slot), mf = bfs_read(a.control, BFS_EDGES + slot);
     long long nh = bfs_read(a.control, BFS_HUGE + slot), in_cur = bfs_read(a.control, BFS_IN_EDGES + slot);
@@ -330,7 +332,7 @@ __device__ void run_small_levels(const BfsArgs<I>& a, long long level, int mode,
     for (;;) {
         const long long unexplored_now = unexplored - in_cur;
         const int direction = choose_direction(mode, nf, mf, unexplored_now, previous, a.n);
-        if (nf == 0 || !small_frontier(direction, nf, mf)) break;
+        if (nf == 0 || !small_frontier(direction, nf, mf, limit)) break;
         if (threadIdx.x == 0) ss.count[b ^ 1] = ss.edges[b ^ 1] = ss.in_edges[b ^ 1] = ss.huge[b ^ 1] = 0;
         __syncthreads();
         const int next = (int)(level + 1);
@@ -385,7 +387,7 @@ __global__ void __launch_bounds__(BFS_BLOCK)
 bfs_persistent(const I* __restrict__ indptr, const I* __restrict__ indices, const I* __restrict__ in_indptr,
                const I* __restrict__ in_indices, const long long n, const long long in_edges,
                const I* __restrict__ sources, const long long n_sources, int* levels, I* preds, I* queue0,
-               I* queue1, I* huge0, I* huge1, long long* control) {
+               I* queue1, I* huge0, I* huge1, long long* control, const long long small_limit) {
     __shared__ BfsShared<I> sh;
     __shared__ BfsSmallShared<I> ss;
     const BfsArgs<I> a{indptr, indices, in_indptr, in_indices, n, levels, preds, {queue0, queue1}, {huge0, huge1},
@@ -401,8 +403,8 @@ bfs_persistent(const I* __restrict__ indptr, const I* __restrict__ indices, cons
         if (nf == 0) break;
         const long long unexplored_now = unexplored - bfs_read(control, BFS_IN_EDGES + cur);
         const int direction = choose_direction(mode, nf, mf, unexplored_now, previous, n);
-        if (gridDim.x > 1 && small_frontier(direction, nf, mf)) {
-            if (blockIdx.x == 0) run_small_levels(a, level, mode, previous, unexplored, ss);
+        if (gridDim.x > 1 && small_frontier(direction, nf, mf, small_limit)) {
+            if (blockIdx.x == 0) run_small_levels(a, level, mode, previous, unexplored, small_limit, ss);
             grid_barrier(control);
             level = bfs_read(control, BFS_LEVEL);
             mode = (int)bfs_read(control, BFS_MODE);

@@ -20,6 +20,10 @@ BFS_HUGE_DEGREE = 8 * BFS_BLOCK  # kernels/graph_bfs.cu BFS_HUGE_DEGREE
 BFS_CONTROL_WORDS = 32  # kernels/graph_bfs.cu BFS_CONTROL_WORDS
 #: Blocks per multiprocessor at most: more blocks make each grid barrier slower.
 BFS_BLOCKS_PER_SM = 2
+#: Frontiers of at most this many vertices (and kernels/graph_bfs.cu BFS_SMALL_EDGES out-edges)
+#: are run by one block, level after level, without grid barriers; at most
+#: kernels/graph_bfs.cu BFS_SMALL_FRONTIER (its shared-memory queue); 0 turns this off.
+SMALL_FRONTIER = 4 * BFS_BLOCK
 NO_PREDECESSOR = -9999
 
 # Index-only kernels: the value type is a placeholder (int32), the index type is I.
@@ -59,7 +63,7 @@ def multi_source_bfs(indptr: Any, indices: Any, sources: Any, *, in_indptr: Any 
     grid = min(_resident_blocks(kernel), max(1, -(-n // BFS_BLOCK)))
     args = (indptr, indices, in_indptr, in_indices, np.int64(n), np.int64(in_indices.size), sources,
             np.int64(sources.size), levels, preds if predecessors else np.uint64(0), queues[0], queues[1],
-            huge[0], huge[1], control)
+            huge[0], huge[1], control, np.int64(min(SMALL_FRONTIER, 4 * BFS_BLOCK)))
     _launch_cooperative(kernel, grid, args)
     return levels, preds
 
