@@ -49,6 +49,8 @@ inline constexpr int BFS_HUGE = 6;      // [3] huge vertices among them
 inline constexpr int BFS_IN_EDGES = 9;  // [3] their in-edges (leave the unexplored count)
 inline constexpr int BFS_LEVEL = 12, BFS_MODE = 13, BFS_PREV = 14, BFS_UNEXPLORED = 15;
 inline constexpr int BFS_ARRIVE = 16, BFS_GENERATION = 17;
+inline constexpr int BFS_HANDOFF = 18;  // [4] count, out-edges, huge, in-edges of the frontier
+                                        // single-block levels leave
 inline constexpr int BFS_CONTROL_WORDS = 32;
 
 template <class I> struct bfs_no_pred;
@@ -365,21 +367,37 @@ __device__ void run_small_levels(const BfsArgs<I>& a, long long level, int mode,
         nh = (long long)ss.huge[b];
         in_cur = (long long)ss.in_edges[b];
     }
+    // The frontier reached goes to hand-off words, not to the counter rings: a block slower than
+    // block 0 may still be reading this level's ring slot; bfs_persistent copies them into the
+    // ring after the next grid barrier.
     __syncthreads();
     if (threadIdx.x == 0) {
-        const int now = (int)(level % 3);
-        for (int k = 0; k < 3; ++k) {
-            const bool here = k == now;
-            a.control[BFS_COUNT + k] = here ? nf : 0;
-            a.control[BFS_EDGES + k] = here ? mf : 0;
-            a.control[BFS_HUGE + k] = here ? nh : 0;
-            a.control[BFS_IN_EDGES + k] = here ? in_cur : 0;
-        }
+        a.control[BFS_HANDOFF + 0] = nf;
+        a.control[BFS_HANDOFF + 1] = mf;
+        a.control[BFS_HANDOFF + 2] = nh;
+        a.control[BFS_HANDOFF + 3] = in_cur;
         a.control[BFS_LEVEL] = level;
         a.control[BFS_MODE] = mode;
         a.control[BFS_PREV] = previous;
         a.control[BFS_UNEXPLORED] = unexplored;
     }
+}
+
+// After the single-block levels: every block has read the hand-off (so nothing reads the rings
+// now); one thread puts the frontier's counters into the ring slot of `level` and clears the
+// others, and a second barrier publishes them.
+__device__ __forceinline__ void take_handoff(long long* control, long long level) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        const int now = (int)(level % 3);
+        for (int k = 0; k < 3; ++k) {
+            const bool here = k == now;
+            control[BFS_COUNT + k] = here ? control[BFS_HANDOFF + 0] : 0;
+            control[BFS_EDGES + k] = here ? control[BFS_HANDOFF + 1] : 0;
+            control[BFS_HUGE + k] = here ? control[BFS_HANDOFF + 2] : 0;
+            control[BFS_IN_EDGES + k] = here ? control[BFS_HANDOFF + 3] : 0;
+        }
+    }
+    grid_barrier(control);
 }
 
 template <class I>
@@ -410,6 +428,7 @@ bfs_persistent(const I* __restrict__ indptr, const I* __restrict__ indices, cons
             mode = (int)bfs_read(control, BFS_MODE);
             previous = bfs_read(control, BFS_PREV);
             unexplored = bfs_read(control, BFS_UNEXPLORED);
+            take_handoff(control, level);
             continue;
         }
         if (blockIdx.x == 0 && threadIdx.x == 0) {

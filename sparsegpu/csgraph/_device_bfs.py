@@ -71,7 +71,8 @@ def multi_source_bfs(indptr: Any, indices: Any, sources: Any, *, in_indptr: Any 
 def _resident_blocks(kernel: Any) -> int:
     """How many blocks of the BFS kernel are resident at once on this device (at most
     BFS_BLOCKS_PER_SM per multiprocessor): the grid barrier needs every block resident."""
-    return _resident_blocks_cached(kernel.ptr, device_properties()["multiprocessors"])
+    function = getattr(kernel, "kernel", kernel)  # the driver-level function under a RawKernel
+    return _resident_blocks_cached(function.ptr, device_properties()["multiprocessors"])
 
 
 @functools.cache
@@ -80,7 +81,7 @@ def _resident_blocks_cached(function_pointer: int, multiprocessors: int) -> int:
         from cupy.cuda import driver
 
         per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(function_pointer, BFS_BLOCK, 0))
-    except (ImportError, AttributeError):  # an older CuPy: one block per multiprocessor always fits
+    except (ImportError, AttributeError, RuntimeError):  # an older CuPy: one block per multiprocessor always fits
         per_sm = 1
     return multiprocessors * max(1, min(BFS_BLOCKS_PER_SM, per_sm))
 
@@ -88,8 +89,9 @@ def _resident_blocks_cached(function_pointer: int, multiprocessors: int) -> int:
 def _launch_cooperative(kernel: Any, grid: int, args: tuple) -> None:
     """A cooperative launch: the driver refuses it, rather than deadlocking the grid barrier,
     when the blocks cannot all be resident."""
+    function = getattr(kernel, "kernel", kernel)  # the driver-level function under a RawKernel
     try:
-        kernel((grid,), (BFS_BLOCK,), args, enable_cooperative_groups=True)
+        function((grid,), (BFS_BLOCK,), args, 0, None, True)  # shared memory, stream, cooperative
     except TypeError:  # a CuPy without cooperative launches: the grid already fits at once
         kernel((grid,), (BFS_BLOCK,), args)
 

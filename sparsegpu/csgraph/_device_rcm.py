@@ -135,7 +135,7 @@ def cuthill_mckee_keys(indptr: Any, indices: Any, degree: Any, starts: Any) -> t
         # (parent key, degree) in one word: parent keys < 2^31 positions of the previous level,
         # degrees < 2^31; a stable sort keeps the vertex order of `members` on ties.
         packed = (parent << 32) | degree[members].astype(np.int64)
-        placed = cupy.argsort(packed, kind="stable")
+        placed = cupy.argsort(packed)  # stable: CuPy sorts stably
         key[members[placed]] = begin + cupy.arange(end - begin, dtype=np.int64)
         level += 1
     return key, levels
