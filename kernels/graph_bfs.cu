@@ -37,7 +37,7 @@
 inline constexpr int BFS_BLOCK = 512;
 inline constexpr int BFS_WARPS = BFS_BLOCK / 32;
 inline constexpr long long BFS_HUGE_DEGREE = 8 * BFS_BLOCK;
-inline constexpr long long BFS_SMALL_FRONTIER = 4 * BFS_BLOCK;
+inline constexpr long long BFS_SMALL_FRONTIER = 2 * BFS_BLOCK;
 inline constexpr long long BFS_SMALL_EDGES = 32 * BFS_BLOCK;
 inline constexpr long long BFS_ALPHA = 14, BFS_BETA = 24;
 inline constexpr int BFS_PUSH = 0, BFS_PULL = 1;
@@ -313,48 +313,111 @@ __device__ void seed_frontier(const BfsArgs<I>& a, const I* sources, long long n
     flush_tally(a, -1, tally, sh);
 }
 
-// Block 0 runs push levels alone while the frontier stays small, the frontier and its counters in
-// shared memory (each level then costs a few dependent memory round trips and one __syncthreads);
-// every new vertex also goes to the global queue (and huge list), so the grid can take over at
-// any level. Returns with the state saved in the control words.
+// Block 0 runs push levels alone while the frontier stays small, the frontier in shared memory.
+// A level: each thread reads the degrees of BFS_SMALL_PER_THREAD frontier vertices, a block scan
+// shares the level's out-edges evenly between the threads (a binary search in the scanned
+// degrees gives each edge's vertex), and one __syncthreads ends it: a few dependent memory round
+// trips per level, whatever the degrees. Every new vertex also goes to the global queue, so the
+// grid can take over at any level. Returns with the state in the hand-off words.
+inline constexpr int BFS_SMALL_PER_THREAD = (int)(BFS_SMALL_FRONTIER / BFS_BLOCK);
+
 template <class I>
 struct BfsSmallShared {
     I queue[2][BFS_SMALL_FRONTIER];
-    unsigned long long count[2], edges[2], in_edges[2], huge[2];
+    long long start[BFS_SMALL_FRONTIER];  // where each frontier vertex's out-edges start
+    int offset[BFS_SMALL_FRONTIER];       // exclusive scan of the out-degrees (< BFS_SMALL_EDGES)
+    unsigned long long count[2], huge;
 };
+
+// The frontier's out-degrees scanned into ss.offset / ss.start; returns the out-edge total and
+// sets *in_total (in-edges) and ss.huge (its huge vertices, also listed in `huge_list`). A
+// frontier larger than the shared queue (the level that ends the single-block run) is read from
+// `global_frontier` and only counted.
+template <class I>
+__device__ long long scan_small_frontier(const BfsArgs<I>& a, const I* frontier, const I* global_frontier,
+                                         long long nf, I* huge_list, long long* in_total, BfsSmallShared<I>& ss,
+                                         BfsShared<I>& sh) {
+    long long start[BFS_SMALL_PER_THREAD] = {}, degree[BFS_SMALL_PER_THREAD] = {}, sum = 0, in_sum = 0;
+    const bool symmetric = a.in_indptr == a.indptr, fits = nf <= BFS_SMALL_FRONTIER;
+    if (threadIdx.x == 0) ss.huge = 0;
+    __syncthreads();
+    for (long long base = 0; base < nf; base += BFS_SMALL_FRONTIER) {  // one pass when it fits
+#pragma unroll
+        for (int k = 0; k < BFS_SMALL_PER_THREAD; ++k) {
+            const long long j = base + (long long)threadIdx.x * BFS_SMALL_PER_THREAD + k;
+            start[k] = degree[k] = 0;
+            if (j < nf) {
+                const I u = fits ? frontier[j] : __ldcg(global_frontier + j);
+                start[k] = __ldg(a.indptr + u);
+                degree[k] = (long long)__ldg(a.indptr + u + 1) - start[k];
+                if (!symmetric) in_sum += (long long)__ldg(a.in_indptr + u + 1) - (long long)__ldg(a.in_indptr + u);
+                if (degree[k] > BFS_HUGE_DEGREE) huge_list[atomicAdd(&ss.huge, 1ull)] = u;
+            }
+            sum += degree[k];
+        }
+    }
+    long long total;
+    long long offset = block_exclusive_scan(sum, &total, sh);
+    if (fits) {
+#pragma unroll
+        for (int k = 0; k < BFS_SMALL_PER_THREAD; ++k) {
+            const int j = threadIdx.x * BFS_SMALL_PER_THREAD + k;
+            ss.start[j] = start[k];
+            ss.offset[j] = (int)(offset < BFS_SMALL_EDGES ? offset : BFS_SMALL_EDGES);
+            offset += degree[k];
+        }
+    }
+    if (symmetric) {
+        *in_total = total;
+    } else {
+        __syncthreads();
+        long long in_all;
+        block_exclusive_scan(in_sum, &in_all, sh);
+        *in_total = in_all;
+    }
+    __syncthreads();
+    return total;
+}
 
 template <class I>
 __device__ void run_small_levels(const BfsArgs<I>& a, long long level, int mode, long long previous,
-                                 long long unexplored, long long limit, BfsSmallShared<I>& ss) {
+                                 long long unexplored, long long limit, BfsSmallShared<I>& ss, BfsShared<I>& sh) {
     const int slot = (int)(level % 3);
     long long nf = bfs_read(a.control, BFS_COUNT + slot), mf = bfs_read(a.control, BFS_EDGES + slot);
-    long long nh = bfs_read(a.control, BFS_HUGE + slot), in_cur = bfs_read(a.control, BFS_IN_EDGES + slot);
-    for (long long i = threadIdx.x; i < nf; i += BFS_BLOCK) ss.queue[0][i] = __ldcg(a.queue[level & 1] + i);
+    long long in_cur = bfs_read(a.control, BFS_IN_EDGES + slot), nh = 0;
+    for (long long i = threadIdx.x; i < nf && i < BFS_SMALL_FRONTIER; i += BFS_BLOCK)
+        ss.queue[0][i] = __ldcg(a.queue[level & 1] + i);
     int b = 0;
+    bool first = true;
     for (;;) {
+        long long in_total;
+        const long long total = scan_small_frontier(a, ss.queue[b], a.queue[level & 1], nf, a.huge[level & 1],
+                                                    &in_total, ss, sh);
+        nh = (long long)ss.huge;
+        if (!first) {  // the first level's counters are the ones bfs_persistent decided with
+            mf = total;
+            in_cur = in_total;
+        }
+        first = false;
         const long long unexplored_now = unexplored - in_cur;
         const int direction = choose_direction(mode, nf, mf, unexplored_now, previous, a.n);
         if (nf == 0 || !small_frontier(direction, nf, mf, limit)) break;
-        if (threadIdx.x == 0) ss.count[b ^ 1] = ss.edges[b ^ 1] = ss.in_edges[b ^ 1] = ss.huge[b ^ 1] = 0;
+        if (threadIdx.x == 0) ss.count[b ^ 1] = 0;
         __syncthreads();
         const int next = (int)(level + 1);
         I* global_next = a.queue[(level + 1) & 1];
-        I* huge_next = a.huge[(level + 1) & 1];
-        for (long long i = threadIdx.x; i < nf; i += BFS_BLOCK) {
-            const I u = ss.queue[b][i];
-            const long long stop = __ldg(a.indptr + u + 1);
-            for (long long e = __ldg(a.indptr + u); e < stop; ++e) {
-                const I v = __ldg(a.indices + e);
-                if (!push_edge(a, true, u, v, next)) continue;
-                const unsigned long long at = atomicAdd(&ss.count[b ^ 1], 1ull);
-                if (at < (unsigned long long)BFS_SMALL_FRONTIER) ss.queue[b ^ 1][at] = v;
-                global_next[at] = v;
-                const long long out_degree = (long long)__ldg(a.indptr + v + 1) - (long long)__ldg(a.indptr + v);
-                atomicAdd(&ss.edges[b ^ 1], (unsigned long long)out_degree);
-                atomicAdd(&ss.in_edges[b ^ 1],
-                          (unsigned long long)((long long)__ldg(a.in_indptr + v + 1) - (long long)__ldg(a.in_indptr + v)));
-                if (out_degree > BFS_HUGE_DEGREE) huge_next[atomicAdd(&ss.huge[b ^ 1], 1ull)] = v;
+        for (long long e = threadIdx.x; e < total; e += BFS_BLOCK) {
+            int lo = 0, hi = (int)nf - 1;  // last frontier vertex whose offset <= e
+            while (lo < hi) {
+                const int mid = (lo + hi + 1) >> 1;
+                if (ss.offset[mid] <= e) lo = mid; else hi = mid - 1;
             }
+            const I u = ss.queue[b][lo];
+            const I v = __ldg(a.indices + ss.start[lo] + (e - ss.offset[lo]));
+            if (!push_edge(a, true, u, v, next)) continue;
+            const unsigned long long at = atomicAdd(&ss.count[b ^ 1], 1ull);
+            if (at < (unsigned long long)BFS_SMALL_FRONTIER) ss.queue[b ^ 1][at] = v;
+            global_next[at] = v;
         }
         __syncthreads();
         unexplored = unexplored_now;
@@ -363,9 +426,6 @@ __device__ void run_small_levels(const BfsArgs<I>& a, long long level, int mode,
         ++level;
         b ^= 1;
         nf = (long long)ss.count[b];
-        mf = (long long)ss.edges[b];
-        nh = (long long)ss.huge[b];
-        in_cur = (long long)ss.in_edges[b];
     }
     // The frontier reached goes to hand-off words, not to the counter rings: a block slower than
     // block 0 may still be reading this level's ring slot; bfs_persistent copies them into the
@@ -422,7 +482,7 @@ bfs_persistent(const I* __restrict__ indptr, const I* __restrict__ indices, cons
         const long long unexplored_now = unexplored - bfs_read(control, BFS_IN_EDGES + cur);
         const int direction = choose_direction(mode, nf, mf, unexplored_now, previous, n);
         if (gridDim.x > 1 && small_frontier(direction, nf, mf, small_limit)) {
-            if (blockIdx.x == 0) run_small_levels(a, level, mode, previous, unexplored, small_limit, ss);
+            if (blockIdx.x == 0) run_small_levels(a, level, mode, previous, unexplored, small_limit, ss, sh);
             grid_barrier(control);
             level = bfs_read(control, BFS_LEVEL);
             mode = (int)bfs_read(control, BFS_MODE);

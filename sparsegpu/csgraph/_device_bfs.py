@@ -23,7 +23,7 @@ BFS_BLOCKS_PER_SM = 2
 #: Frontiers of at most this many vertices (and kernels/graph_bfs.cu BFS_SMALL_EDGES out-edges)
 #: are run by one block, level after level, without grid barriers; at most
 #: kernels/graph_bfs.cu BFS_SMALL_FRONTIER (its shared-memory queue); 0 turns this off.
-SMALL_FRONTIER = 4 * BFS_BLOCK
+SMALL_FRONTIER = 2 * BFS_BLOCK
 NO_PREDECESSOR = -9999
 
 # Index-only kernels: the value type is a placeholder (int32), the index type is I.
@@ -63,7 +63,7 @@ def multi_source_bfs(indptr: Any, indices: Any, sources: Any, *, in_indptr: Any 
     grid = min(_resident_blocks(kernel), max(1, -(-n // BFS_BLOCK)))
     args = (indptr, indices, in_indptr, in_indices, np.int64(n), np.int64(in_indices.size), sources,
             np.int64(sources.size), levels, preds if predecessors else np.uint64(0), queues[0], queues[1],
-            huge[0], huge[1], control, np.int64(min(SMALL_FRONTIER, 4 * BFS_BLOCK)))
+            huge[0], huge[1], control, np.int64(min(SMALL_FRONTIER, 2 * BFS_BLOCK)))
     _launch_cooperative(kernel, grid, args)
     return levels, preds
 
@@ -72,18 +72,18 @@ def _resident_blocks(kernel: Any) -> int:
     """How many blocks of the BFS kernel are resident at once on this device (at most
     BFS_BLOCKS_PER_SM per multiprocessor): the grid barrier needs every block resident."""
     function = getattr(kernel, "kernel", kernel)  # the driver-level function under a RawKernel
-    return _resident_blocks_cached(function.ptr, device_properties()["multiprocessors"])
+    return _resident_blocks_cached(function.ptr, device_properties()["multiprocessors"], BFS_BLOCKS_PER_SM)
 
 
 @functools.cache
-def _resident_blocks_cached(function_pointer: int, multiprocessors: int) -> int:
+def _resident_blocks_cached(function_pointer: int, multiprocessors: int, most_per_sm: int) -> int:
     try:
         from cupy.cuda import driver
 
         per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(function_pointer, BFS_BLOCK, 0))
     except (ImportError, AttributeError, RuntimeError):  # an older CuPy: one block per multiprocessor always fits
         per_sm = 1
-    return multiprocessors * max(1, min(BFS_BLOCKS_PER_SM, per_sm))
+    return multiprocessors * max(1, min(most_per_sm, per_sm))
 
 
 def _launch_cooperative(kernel: Any, grid: int, args: tuple) -> None:
