@@ -231,3 +231,19 @@ def test_device_edge_cases():
     levels, preds = _device_bfs.bfs(cupy.zeros(2, dtype=np.int64), cupy.zeros(0, dtype=np.int64), 0)
     assert levels.get().tolist() == [0] and preds.get().tolist() == [-9999] and preds.dtype == np.int64
     assert _device_bfs.bfs_order(levels).get().tolist() == [0]
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("small, per_sm", [(0, 2), (0, 1), (256, 1)])
+def test_device_launch_shapes_agree(rng, monkeypatch, small, per_sm):
+    """Grid levels only, one block per multiprocessor, or short single-block runs: same bits."""
+    from sparsegpu.csgraph import _device_bfs
+
+    monkeypatch.setattr(_device_bfs, "SMALL_FRONTIER", small)
+    monkeypatch.setattr(_device_bfs, "BFS_BLOCKS_PER_SM", per_sm)
+    seed = int(rng.integers(1 << 30))
+    for A, is_symmetric in ((canonical(datasets.road_like(120, seed=seed)), True),
+                            (canonical(datasets.kronecker(13, 16, seed=seed)), True),
+                            (random_directed(rng, 20_000, 4 / 20_000), False)):
+        check_device(A, sources_for(rng, A, 1)[0], is_symmetric)
