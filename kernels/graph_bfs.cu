@@ -4,7 +4,7 @@
 //
 // State (all on the device):
 //   levels[v]  int32, -1 until reached, written with the level number (exact whatever the order).
-//   preds[v]   the smallest-index in-neighbour on the previous level; BFS_NO_PRED until set, then
+//   preds[v]   the smallest-index in-neighbour on the previous level; bfs_no_pred until set, then
 //              turned into -9999 at the end (the source and unreached vertices).
 //   two queues of frontier vertices (level L reads queue L % 2 and writes queue (L + 1) % 2);
 //   two lists of the frontier's "huge" vertices (more than BFS_HUGE_DEGREE out-edges), whose
@@ -21,9 +21,12 @@
 //     offers itself with atomicMin, so the predecessor is the smallest one, whatever the order.
 //   pull (bottom-up): every unreached vertex scans its in-edges (sorted) and stops at the first
 //     one on the frontier: the smallest-index parent. One thread writes each vertex: no atomics.
-//   small: while the frontier is small (at most BFS_SMALL_FRONTIER vertices and
-//     BFS_SMALL_EDGES out-edges) block 0 runs push levels alone, separated by __syncthreads
-//     (a fraction of a grid barrier's cost), and the other blocks wait at the next grid barrier.
+//   small: while the frontier is small (at most the caller's limit, itself at most
+//     BFS_SMALL_FRONTIER, vertices and BFS_SMALL_EDGES out-edges) block 0 runs push levels
+//     alone, the frontier in shared memory, separated by __syncthreads (a fraction of a grid
+//     barrier's cost), while the other blocks wait at the next grid barrier; it hands the state
+//     back through separate control words (see run_small_levels). Road graphs spend most of
+//     their hundreds of levels here.
 // Beamer's rule picks push or pull: to pull when the frontier's out-edges exceed the unexplored
 // in-edges / BFS_ALPHA and the frontier grows, back to push when the frontier has fewer than
 // n / BFS_BETA vertices and shrinks.
@@ -38,7 +41,11 @@ inline constexpr int BFS_BLOCK = 512;
 inline constexpr int BFS_WARPS = BFS_BLOCK / 32;
 inline constexpr long long BFS_HUGE_DEGREE = 8 * BFS_BLOCK;
 inline constexpr long long BFS_SMALL_FRONTIER = 2 * BFS_BLOCK;
-inline constexpr long long BFS_SMALL_EDGES = 32 * BFS_BLOCK;
+// At most 4 out-edges per thread: a single block's level is a chain of dependent memory round
+// trips per edge it walks, so past a few edges per thread the grid is faster (a Kronecker graph
+// whose first levels ran single-block with 32 edges per thread took twice as long as grid-only;
+// measured on an H200, see docs/performance.md).
+inline constexpr long long BFS_SMALL_EDGES = 4 * BFS_BLOCK;
 inline constexpr long long BFS_ALPHA = 14, BFS_BETA = 24;
 inline constexpr int BFS_PUSH = 0, BFS_PULL = 1;
 

@@ -23,7 +23,10 @@ BFS_BLOCKS_PER_SM = 2
 #: Frontiers of at most this many vertices (and kernels/graph_bfs.cu BFS_SMALL_EDGES out-edges)
 #: are run by one block, level after level, without grid barriers; at most
 #: kernels/graph_bfs.cu BFS_SMALL_FRONTIER (its shared-memory queue); 0 turns this off.
-SMALL_FRONTIER = 2 * BFS_BLOCK
+#: One block's worth: on a 1M-vertex road-like graph two blocks' worth (1024) doubled the time
+#: of grid levels only, 512 matched it, and on luxembourg_osm (926 levels) 512 took 0.7 of the
+#: grid-only time (measured on an H200, see docs/performance.md).
+SMALL_FRONTIER = BFS_BLOCK
 NO_PREDECESSOR = -9999
 
 # Index-only kernels: the value type is a placeholder (int32), the index type is I.
