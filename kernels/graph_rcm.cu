@@ -1,0 +1,155 @@
+// Reverse Cuthill-McKee helpers (sparsegpu/csgraph/_device_rcm.py drives them; the level
+// structure comes from the BFS kernel, kernels/graph_bfs.cu). The scheme is documented in
+// sparsegpu/reference/graph_rcm.py, the NumPy reference:
+//   rcm_degrees        SciPy's degree (row length, plus one when the row holds its diagonal);
+//   rcm_hook / rcm_compress   components by min-label hooking and full path compression,
+//                      repeated until no edge joins two trees: each component is named by its
+//                      smallest vertex;
+//   rcm_scatter_min / rcm_scatter_max   per-component minimum / maximum of a 64-bit value;
+//   cm_parent_keys     for the vertices of one level, the smallest key of a neighbour one level up;
+//   cm_small_levels    one block places a run of consecutive small levels (at most CM_SMALL
+//                      vertices each): parent keys, then a rank sort by (parent key, degree,
+//                      vertex) in shared memory, one launch for the whole run;
+//   rcm_component_bandwidth   per component, the largest |position(i) - position(j)| of its edges.
+#include "common.cuh"
+
+inline constexpr int RCM_BLOCK = 256;
+inline constexpr int CM_SMALL = 1024;  // sparsegpu/csgraph/_device_rcm.py CM_SMALL
+inline constexpr long long RCM_NONE = 9223372036854775807LL;
+
+template <class I>
+__global__ void __launch_bounds__(RCM_BLOCK)
+rcm_degrees(const I* __restrict__ indptr, const I* __restrict__ indices, const long long n, I* __restrict__ degree) {
+    const long long v = (long long)blockIdx.x * RCM_BLOCK + threadIdx.x;
+    if (v >= n) return;
+    long long lo = indptr[v], hi = indptr[v + 1];
+    const long long length = hi - lo;
+    while (lo < hi) {  // sorted row: is v in it?
+        const long long mid = (lo + hi) >> 1;
+        if ((long long)indices[mid] < v) lo = mid + 1; else hi = mid;
+    }
+    degree[v] = (I)(length + (lo < indptr[v + 1] && (long long)indices[lo] == v ? 1 : 0));
+}
+
+template <class I>
+__device__ __forceinline__ I rcm_find(const I* parent, I x) {
+    for (;;) {
+        const I p = __ldcg(parent + x);
+        if (p == x) return x;
+        x = p;
+    }
+}
+
+template <class I>
+__global__ void __launch_bounds__(RCM_BLOCK)
+rcm_hook(const I* __restrict__ indptr, const I* __restrict__ indices, const long long n, I* parent, int* changed) {
+    const long long v = (long long)blockIdx.x * RCM_BLOCK + threadIdx.x;
+    if (v >= n) return;
+    const long long stop = indptr[v + 1];
+    for (long long e = indptr[v]; e < stop; ++e) {
+        const I u = indices[e];
+        if ((long long)u <= v) continue;  // symmetric: each edge once
+        const I ru = rcm_find(parent, (I)v), rv = rcm_find(parent, u);
+        if (ru == rv) continue;
+        const I hi = ru > rv ? ru : rv, lo = ru > rv ? rv : ru;
+        atomicMin(parent + hi, lo);
+        *changed = 1;
+    }
+}
+
+template <class I>
+__global__ void __launch_bounds__(RCM_BLOCK) rcm_compress(const long long n, I* parent) {
+    const long long v = (long long)blockIdx.x * RCM_BLOCK + threadIdx.x;
+    if (v >= n) return;
+    parent[v] = rcm_find(parent, (I)v);
+}
+
+template <class I>
+__global__ void __launch_bounds__(RCM_BLOCK)
+rcm_scatter_min(const I* __restrict__ labels, const long long* __restrict__ values, const long long n,
+                long long* target) {
+    const long long v = (long long)blockIdx.x * RCM_BLOCK + threadIdx.x;
+    if (v < n && values[v] != RCM_NONE) atomicMin(target + labels[v], values[v]);
+}
+
+template <class I>
+__global__ void __launch_bounds__(RCM_BLOCK)
+rcm_scatter_max(const I* __restrict__ labels, const long long* __restrict__ values, const long long n,
+                long long* target) {
+    const long long v = (long long)blockIdx.x * RCM_BLOCK + threadIdx.x;
+    if (v < n) atomicMax(target + labels[v], values[v]);
+}
+
+// The smallest key among v's neighbours on `level - 1` (RCM_NONE if none).
+template <class I>
+__device__ __forceinline__ long long cm_parent_key(const I* indptr, const I* indices, const int* levels,
+                                                   const long long* key, long long v, int level) {
+    long long best = RCM_NONE;
+    const long long stop = indptr[v + 1];
+    for (long long e = indptr[v]; e < stop; ++e) {
+        const I u = indices[e];
+        if (levels[u] == level - 1) {
+            const long long k = __ldcg(key + u);
+            best = k < best ? k : best;
+        }
+    }
+    return best;
+}
+
+template <class I>
+__global__ void __launch_bounds__(RCM_BLOCK)
+cm_parent_keys(const I* __restrict__ indptr, const I* __restrict__ indices, const int* __restrict__ levels,
+               const long long* __restrict__ key, const int* __restrict__ members, const long long count,
+               const int level, long long* __restrict__ parent) {
+    const long long i = (long long)blockIdx.x * RCM_BLOCK + threadIdx.x;
+    if (i < count) parent[i] = cm_parent_key(indptr, indices, levels, key, members[i], level);
+}
+
+// Levels [first, last) of `order` (vertices sorted by (level, vertex); level L at
+// order[offsets[L] : offsets[L + 1]], at most CM_SMALL each), placed one after the other.
+template <class I>
+__global__ void __launch_bounds__(CM_SMALL)
+cm_small_levels(const I* __restrict__ indptr, const I* __restrict__ indices, const int* __restrict__ levels,
+                const I* __restrict__ degree, const int* __restrict__ order, const long long* __restrict__ offsets,
+                const int first, const int last, long long* key) {
+    __shared__ long long parent[CM_SMALL];
+    __shared__ long long deg[CM_SMALL];
+    __shared__ int vertex[CM_SMALL];
+    for (int level = first; level < last; ++level) {
+        const long long begin = offsets[level], count = offsets[level + 1] - begin;
+        const int t = threadIdx.x;
+        if (t < count) {
+            const int v = order[begin + t];
+            vertex[t] = v;
+            deg[t] = (long long)degree[v];
+            parent[t] = cm_parent_key(indptr, indices, levels, key, v, level);
+        }
+        __syncthreads();
+        if (t < count) {
+            const long long p = parent[t], d = deg[t];
+            const int v = vertex[t];
+            long long rank = 0;
+            for (int j = 0; j < count; ++j) {
+                const long long pj = parent[j], dj = deg[j];
+                rank += (pj < p) || (pj == p && (dj < d || (dj == d && vertex[j] < v)));
+            }
+            key[v] = begin + rank;
+        }
+        __syncthreads();
+    }
+}
+
+template <class I>
+__global__ void __launch_bounds__(RCM_BLOCK)
+rcm_component_bandwidth(const I* __restrict__ indptr, const I* __restrict__ indices, const I* __restrict__ labels,
+                        const long long* __restrict__ position, const long long n, long long* width) {
+    const long long v = (long long)blockIdx.x * RCM_BLOCK + threadIdx.x;
+    if (v >= n) return;
+    long long widest = 0;
+    const long long here = position[v], stop = indptr[v + 1];
+    for (long long e = indptr[v]; e < stop; ++e) {
+        const long long d = here - position[indices[e]];
+        widest = (d < 0 ? -d : d) > widest ? (d < 0 ? -d : d) : widest;
+    }
+    if (widest) atomicMax(width + labels[v], widest);
+}
