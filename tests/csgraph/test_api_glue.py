@@ -27,6 +27,7 @@ from sparsegpu.csgraph import (
     _graph,
 )
 from sparsegpu.csgraph.components import number_by_smallest_vertex
+from tests.conftest import GPU
 from tests.csgraph.graphs import (
     assert_bfs_tree,
     assert_numbered_by_smallest_vertex,
@@ -211,6 +212,7 @@ def test_components_mst_rcm_glue(fake_device, rng):
                 assert bandwidth(sp.csr_array(S), perm) <= bandwidth(sp.csr_array(S), expected)
 
 
+@pytest.mark.skipif(GPU, reason="with a GPU the device Laplacian itself runs (test_gpu_laplacian_equals_scipy)")
 @pytest.mark.parametrize("normed, use_out_degree, symmetrized", list(itertools.product((False, True), repeat=3)))
 def test_device_laplacian_glue(monkeypatch, rng, normed, use_out_degree, symmetrized):
     """The device Laplacian's array code, run with NumPy in CuPy's place on a CPU matrix."""
