@@ -132,5 +132,7 @@ def test_gpu_rcm_is_a_permutation_no_wider_than_scipys(rng):
             assert isinstance(perm, cupy.ndarray), name
             perm = perm.get()
             assert_permutation(perm, S.shape[0])
+            if S.shape[0] == 0:  # SciPy's own RCM fails on an empty graph
+                continue
             expected = scipy_csgraph.reverse_cuthill_mckee(sp.csr_array(graph), symmetric_mode)
             assert bandwidth(S, perm) <= bandwidth(S, expected), name

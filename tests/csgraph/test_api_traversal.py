@@ -141,7 +141,10 @@ def test_gpu_bfs_levels_equal_scipy_and_tree_is_valid(rng):
                 # by (level, vertex): the GPU's order, documented
                 assert np.array_equal(order, order[np.lexsort((order, levels[order]))]), name
                 # the smallest-index parent on the previous level
-                in_edges = sp.csr_array(S).T.tocsr() if directed else (sp.csr_array(S) + sp.csr_array(S).T).tocsr()
+                # the pattern alone: a sum of weights would drop an explicit zero, an edge
+                pattern = sp.csr_array(S, copy=True)
+                pattern.data[:] = 1.0
+                in_edges = pattern.T.tocsr() if directed else (pattern + pattern.T).tocsr()
                 for v in order[1:][:200].tolist():
                     candidates = in_edges.indices[in_edges.indptr[v]:in_edges.indptr[v + 1]]
                     candidates = candidates[levels[candidates] == levels[v] - 1]
