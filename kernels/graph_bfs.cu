@@ -48,8 +48,6 @@ inline constexpr long long BFS_SMALL_FRONTIER = 2 * BFS_BLOCK;
 inline constexpr long long BFS_SMALL_EDGES = 4 * BFS_BLOCK;
 inline constexpr long long BFS_ALPHA = 14, BFS_BETA = 24;
 inline constexpr int BFS_PUSH = 0, BFS_PULL = 1;
-// The longest pause, in nanoseconds, of a block waiting at the grid barrier.
-inline constexpr unsigned int BFS_MAX_PAUSE_NS = 1024;
 
 // Control words (long long; sparsegpu/csgraph/_device_bfs.py allocates BFS_CONTROL_WORDS zeros).
 inline constexpr int BFS_COUNT = 0;     // [3] vertices in the frontier
@@ -92,14 +90,7 @@ __device__ __forceinline__ void grid_barrier(long long* control) {
             __threadfence();
             atomicAdd(bfs_word(control, BFS_GENERATION), 1ull);
         } else {
-            // Back off while waiting: hundreds of blocks polling one word at a fixed short
-            // interval slow the L2 traffic of the block still working (block 0's single-block
-            // levels can run for milliseconds on a road graph).
-            unsigned int pause = 32;
-            while (*generation == seen) {
-                __nanosleep(pause);
-                if (pause < BFS_MAX_PAUSE_NS) pause *= 2;
-            }
+            while (*generation == seen) __nanosleep(32);
         }
         __threadfence();
     }
