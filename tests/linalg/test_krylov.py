@@ -188,7 +188,14 @@ def test_gmres_exact_solution_breakdown_matches_scipy(rng):
                                         callback_type="pr_norm")
             for every in (1, 3):
                 x, info, iterations, history = _gmres_run(A, b, rtol=rtol, maxiter=maxiter, check_every=every)
-                assert info == info_ref and iterations == len(history)
+                assert iterations == len(history)
+                if rtol == 0 and info != info_ref:
+                    # rtol = atol = 0 asks for a residual of exactly zero: whether rounding gives
+                    # one differs between implementations (SciPy 1.18 reports 1 where ours
+                    # reached an exact zero). Ours claims convergence only at an exact zero.
+                    assert info == 0 and history[-1] == 0
+                else:
+                    assert info == info_ref
                 if iterations != len(presid_ref):
                     # SciPy from 1.18 does not stop the cycle at the breakdown: with rtol = 0 it
                     # goes on with residuals at the rounding level. We stop where the Krylov
