@@ -28,7 +28,13 @@ from typing import Any
 import numpy as np
 
 from sparsegpu import _validate
-from sparsegpu._backend import is_device_array, to_backend, to_host
+from sparsegpu._backend import (
+    array_module,
+    backend_of,
+    is_device_array,
+    to_backend,
+    to_host,
+)
 from sparsegpu.advisor import advise
 from sparsegpu.csgraph._graph import Graph, as_graph
 from sparsegpu.formats import CSR, SparseMatrix
@@ -316,7 +322,7 @@ def eigenvector_centrality(csgraph: Any, max_iter: int = 100, tol: float = 1.0e-
         M.spmv(x, out)
         out += x
         norm = xp.sqrt(reduce(xp.multiply(out, out, out=scratch)))
-        out /= xp.where(norm == 0, 1.0, norm)  # NetworkX takes a zero norm as 1
+        out /= norm + (norm == 0)  # NetworkX takes a zero norm as 1
 
     start = xp.full(n, 1.0 / n) if x0 is None else to_backend(x0, graph.backend)
     x, _ = _power_iterate(step, start, max_iter, n * tol, check_every)
@@ -336,7 +342,7 @@ def _power_iterate(step: Callable[[Any, Any], None], start: Any, max_iter: int, 
     live in a ring of ``check_every + 1`` vectors: a batch writes x_{c+1} .. x_{c+check_every}
     into distinct slots and the remaining slot holds x_c, its first input, so every iterate of
     the batch is still there when the batch's errors are read."""
-    xp = np if not is_device_array(start) else _cupy()
+    xp = array_module(backend_of(start))
     batch = min(check_every, max_iter)
     slots = batch + 1
     ring = [start] + [xp.empty_like(start) for _ in range(batch)]
@@ -354,12 +360,6 @@ def _power_iterate(step: Callable[[Any, Any], None], start: Any, max_iter: int, 
                 return ring[j % slots], j
             checked = k + 1
     raise PowerIterationFailedConvergence(max_iter)
-
-
-def _cupy() -> Any:
-    import cupy
-
-    return cupy
 
 
 # --------------------------------------------------------------------------- matrices
