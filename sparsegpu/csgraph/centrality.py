@@ -96,7 +96,7 @@ def pagerank(csgraph: Any, alpha: float = 0.85, personalization: Any = None, max
         read as it is).
     check_every : int, optional, keyword-only
         Iterations between two reads of the convergence test to the host (default 8). The
-        result does not depend on it.
+        result does not depend on it; the iteration keeps ``check_every + 1`` vectors of N.
     backend : {"cpu", "gpu"}, optional, keyword-only
         Where scipy / NumPy input runs (default :func:`sparsegpu.backend`); a sparsegpu matrix
         runs where it lives.

@@ -250,6 +250,16 @@ def test_tiny_graphs_match_networkx(name):
     assert_agrees(eigenvector_centrality(S, backend="cpu"), as_array(nx.eigenvector_centrality(G), n), 1e-6)
 
 
+def test_zero_weight_edges_are_edges_of_weight_zero():
+    """A vertex whose only out-edge weighs 0 is dangling with weight=True, not with False."""
+    S = sp.csr_array((np.array([0.0, 1.0, 2.0]), np.array([1, 0, 1]), np.array([0, 1, 2, 3])), shape=(3, 3))
+    G = nx_graph(S, True)
+    for weight, nx_weight in ((True, "weight"), (False, None)):
+        expected = as_array(nx.pagerank(G, weight=nx_weight), 3)
+        assert_agrees(pagerank(S, weight=weight, backend="cpu"), expected, 1e-6)
+    assert np.abs(pagerank(S, backend="cpu") - pagerank(S, weight=False, backend="cpu")).sum() > 0.1
+
+
 def test_two_isolated_vertices_share_rank():
     assert pagerank(np.zeros((2, 2)), backend="cpu").tolist() == [0.5, 0.5]
     assert pagerank(np.zeros((2, 2)), personalization=[0, 3], backend="cpu").tolist() == [0.0, 1.0]
