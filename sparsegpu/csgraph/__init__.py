@@ -20,6 +20,12 @@ trees), each function's docstring says how.
 
 from __future__ import annotations
 
+from sparsegpu.csgraph.centrality import (
+    PowerIterationFailedConvergence,
+    eigenvector_centrality,
+    katz_centrality,
+    pagerank,
+)
 from sparsegpu.csgraph.components import connected_components
 from sparsegpu.csgraph.laplacian import laplacian
 from sparsegpu.csgraph.paths import (
@@ -39,6 +45,7 @@ from sparsegpu.csgraph.traversal import (
 
 __all__ = [
     "NegativeCycleError",
+    "PowerIterationFailedConvergence",
     "bellman_ford",
     "breadth_first_order",
     "breadth_first_tree",
@@ -46,8 +53,11 @@ __all__ = [
     "depth_first_order",
     "depth_first_tree",
     "dijkstra",
+    "eigenvector_centrality",
+    "katz_centrality",
     "laplacian",
     "minimum_spanning_tree",
+    "pagerank",
     "reverse_cuthill_mckee",
     "shortest_path",
 ]
