@@ -6,7 +6,9 @@
 // binary searched in the longer one; common[p] = how many are found. With corners != nullptr
 // each w found adds 1 to corners[w] and the pair adds common[p] to corners[u] and corners[v]:
 // over the degree-oriented graph with its edges as the pairs, each triangle counts once at each
-// of its corners. Integer atomics: the sums are exact whatever the order, so deterministic.
+// of its corners. With edge_counts != nullptr each w found adds 1 at the CSR positions of the
+// entries (short, w) and (long, w) (the searched entry and the one found): with common[], the
+// triangles through each oriented edge. Integer atomics: the sums are exact whatever the order, so deterministic.
 //   - tri_common_thread: a thread per pair whose shorter list has at most warp_work entries
 //     (it skips the others);
 //   - tri_common_warp: a warp per listed pair (those of more than warp_work entries), the lanes
@@ -51,13 +53,24 @@ __device__ __forceinline__ void add_corners(unsigned long long* corners, const l
     }
 }
 
+// A common neighbour w found at CSR position `found` while searching the entry at `searched`.
+template <class I>
+__device__ __forceinline__ void add_found(unsigned long long* corners, unsigned long long* edge_counts, const I w,
+                                          const long long searched, const long long found) {
+    if (corners != nullptr) atomicAdd(corners + (long long)w, 1ull);
+    if (edge_counts != nullptr) {
+        atomicAdd(edge_counts + searched, 1ull);
+        atomicAdd(edge_counts + found, 1ull);
+    }
+}
+
 }  // namespace tri
 
 template <class I>
 __global__ void __launch_bounds__(TRI_BLOCK)
 tri_common_thread(const I* __restrict__ indptr, const I* __restrict__ indices, const I* __restrict__ first,
                   const I* __restrict__ second, const long long k, const long long warp_work,
-                  long long* __restrict__ common, unsigned long long* corners) {
+                  long long* __restrict__ common, unsigned long long* corners, unsigned long long* edge_counts) {
     const long long p = (long long)blockIdx.x * TRI_BLOCK + threadIdx.x;
     if (p >= k) return;
     const long long u = first[p], v = second[p];
@@ -71,7 +84,7 @@ tri_common_thread(const I* __restrict__ indptr, const I* __restrict__ indices, c
         lo = tri::lower_bound(indices, lo, long_end, w);
         if (lo < long_end && indices[lo] == w) {
             ++count;
-            if (corners != nullptr) atomicAdd(corners + (long long)w, 1ull);
+            tri::add_found(corners, edge_counts, w, j, lo);
         }
     }
     common[p] = count;
@@ -82,7 +95,7 @@ template <class I>
 __global__ void __launch_bounds__(TRI_BLOCK)
 tri_common_warp(const I* __restrict__ indptr, const I* __restrict__ indices, const I* __restrict__ first,
                 const I* __restrict__ second, const long long* __restrict__ long_pairs, const long long n_long,
-                long long* __restrict__ common, unsigned long long* corners) {
+                long long* __restrict__ common, unsigned long long* corners, unsigned long long* edge_counts) {
     const long long warp = ((long long)blockIdx.x * TRI_BLOCK + threadIdx.x) / 32;
     const int lane = threadIdx.x % 32;
     if (warp >= n_long) return;  // the same for all 32 lanes: the shuffles below see a full warp
@@ -96,7 +109,7 @@ tri_common_warp(const I* __restrict__ indptr, const I* __restrict__ indices, con
         const long long at = tri::lower_bound(indices, long_begin, long_end, w);
         if (at < long_end && indices[at] == w) {
             ++count;
-            if (corners != nullptr) atomicAdd(corners + (long long)w, 1ull);
+            tri::add_found(corners, edge_counts, w, j, at);
         }
     }
     for (int offset = 16; offset > 0; offset /= 2) count += __shfl_down_sync(0xffffffffu, count, offset);

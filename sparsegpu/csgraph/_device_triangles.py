@@ -23,7 +23,7 @@ TRIANGLE_KERNELS = KernelFile("graph_triangles.cu", ["tri_common_thread<{I}>", "
 
 
 def common_neighbours(indptr: Any, indices: Any, first: Any, second: Any, *,
-                      corners: bool = False) -> tuple[Any, Any]:
+                      corners: bool = False, edges: bool = False) -> tuple[Any, Any, Any]:
     """How many out-neighbours each pair (first[k], second[k]) has in common.
 
     Parameters
@@ -35,6 +35,9 @@ def common_neighbours(indptr: Any, indices: Any, first: Any, second: Any, *,
     corners : bool, optional
         Also count per vertex: each pair adds its count to both its vertices and 1 to each
         common neighbour (triangles per vertex over the degree-oriented graph's edges).
+    edges : bool, optional
+        Also count per CSR entry (x, w) the common neighbours w found for pairs holding x
+        (with ``counts``, the triangles through each edge of the degree-oriented graph).
 
     Returns
     -------
@@ -42,6 +45,8 @@ def common_neighbours(indptr: Any, indices: Any, first: Any, second: Any, *,
         int64, length k.
     corner_counts : cupy.ndarray or None
         int64, length n (None unless ``corners``).
+    edge_counts : cupy.ndarray or None
+        int64, one per CSR entry (None unless ``edges``).
     """
     import cupy
 
@@ -51,16 +56,17 @@ def common_neighbours(indptr: Any, indices: Any, first: Any, second: Any, *,
     n, k = indptr.size - 1, first.size
     counts = cupy.empty(k, dtype=np.int64)
     found = cupy.zeros(max(n, 0), dtype=np.uint64) if corners else None
-    corner_arg = found if corners else np.uint64(0)  # 0: a null pointer, no corner counts
+    through = cupy.zeros(indices.size, dtype=np.uint64) if edges else None
+    null = np.uint64(0)  # a null pointer: that output is not wanted
+    outputs = (counts, null if found is None else found, null if through is None else through)
     if k:
         lengths = cupy.diff(indptr)
         long_pairs = cupy.flatnonzero(cupy.minimum(lengths[first], lengths[second]) > WARP_WORK)
         thread = TRIANGLE_KERNELS.function("tri_common_thread<{I}>", np.int32, dtype)
         thread((blocks_for(k, TRI_BLOCK),), (TRI_BLOCK,),
-               (indptr, indices, first, second, np.int64(k), np.int64(WARP_WORK), counts, corner_arg))
+               (indptr, indices, first, second, np.int64(k), np.int64(WARP_WORK), *outputs))
         if long_pairs.size:
             warp = TRIANGLE_KERNELS.function("tri_common_warp<{I}>", np.int32, dtype)
             warp((blocks_for(long_pairs.size * 32, TRI_BLOCK),), (TRI_BLOCK,),
-                 (indptr, indices, first, second, long_pairs.astype(np.int64), np.int64(long_pairs.size), counts,
-                  corner_arg))
-    return counts, (found.astype(np.int64) if corners else None)
+                 (indptr, indices, first, second, long_pairs.astype(np.int64), np.int64(long_pairs.size), *outputs))
+    return counts, *(None if a is None else a.astype(np.int64) for a in (found, through))
