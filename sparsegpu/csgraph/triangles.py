@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from sparsegpu import _validate, convert
+from sparsegpu import convert
 from sparsegpu._backend import is_device_array, to_backend
 from sparsegpu.csgraph import _device_triangles
 from sparsegpu.csgraph._graph import Graph, as_graph, check_choice
@@ -40,10 +40,11 @@ GPU_PRODUCT_MAX_WEDGES = 1 << 22
 #: graph tried (real graphs, Kronecker graphs up to scale 17), but they hold U @ U (up to one
 #: entry per wedge) at once; past this the intersection, whose memory is bounded, takes over.
 CPU_PRODUCT_MAX_WEDGES = 1 << 28
+INT32_MAX = np.iinfo(np.int32).max
 
 
-def choose_method(backend: str, wedges: int) -> str:
-    """The faster way to count the triangles of a graph with ``wedges`` oriented wedges.
+def choose_method(backend: str, wedges: int, edges: int = 0) -> str:
+    """The faster way to count the triangles of a degree-oriented graph.
 
     Parameters
     ----------
@@ -51,20 +52,26 @@ def choose_method(backend: str, wedges: int) -> str:
         Where the count runs.
     wedges : int
         Paths u -> v -> w of the degree-oriented graph.
+    edges : int, optional
+        Its edges (each undirected edge once).
 
     Returns
     -------
     str
         ``"product"`` up to the backend's threshold (:data:`GPU_PRODUCT_MAX_WEDGES`,
-        :data:`CPU_PRODUCT_MAX_WEDGES`), else ``"intersection"``.
+        :data:`CPU_PRODUCT_MAX_WEDGES`) of wedges, else ``"intersection"``; always
+        ``"intersection"`` on the GPU past 2^31 - 1 edges (cuSPARSE's products index with int32).
 
     Examples
     --------
     >>> choose_method("cpu", 10), choose_method("cpu", 10**12)
     ('product', 'intersection')
     """
-    limit = GPU_PRODUCT_MAX_WEDGES if backend == "gpu" else CPU_PRODUCT_MAX_WEDGES
-    return "product" if wedges <= limit else "intersection"
+    if backend == "gpu":
+        small = wedges <= GPU_PRODUCT_MAX_WEDGES and edges <= INT32_MAX
+    else:
+        small = wedges <= CPU_PRODUCT_MAX_WEDGES
+    return "product" if small else "intersection"
 
 
 # --------------------------------------------------------------------------- graphs
@@ -103,11 +110,10 @@ def degree_oriented(indptr: Any, indices: Any, xp: Any) -> tuple[Any, Any, Any]:
 
 def oriented_wedges(indptr: Any, indices: Any) -> int:
     """Paths u -> v -> w of an oriented pattern: the sum over its edges u -> v of v's out-degree."""
-    return int(_sum(indptr[1:] - indptr[:-1], indices))
-
-
-def _sum(out_degree: Any, heads: Any) -> Any:
-    return out_degree[heads].astype(np.int64).sum() if heads.size else 0
+    if indices.size == 0:
+        return 0
+    out_degree = indptr[1:] - indptr[:-1]
+    return int(out_degree[indices].astype(np.int64).sum())
 
 
 def _common_neighbours(graph: Graph, indptr: Any, indices: Any, first: Any, second: Any, *,
@@ -118,13 +124,16 @@ def _common_neighbours(graph: Graph, indptr: Any, indices: Any, first: Any, seco
 
 def _oriented_matrix(indptr: Any, indices: Any, n: int, backend: str) -> Any:
     """The oriented pattern as a float64 SciPy / CuPy CSR of ones (float: cuSPARSE's products
-    need it; the counts stay exact integers)."""
+    need it; the counts stay exact integers). cuSPARSE indexes with int32."""
     if backend == "gpu":
         import cupy
         import cupyx.scipy.sparse as cusparse
 
+        if indices.size > INT32_MAX or n > INT32_MAX:
+            raise ValueError(f"method='product' on the GPU takes graphs of fewer than 2^31 edges and vertices "
+                             f"(cuSPARSE indexes with int32); this one has {indices.size} edges: use 'intersection'")
         ones = cupy.ones(indices.size, dtype=np.float64)
-        return cusparse.csr_matrix((ones, indices, indptr), shape=(n, n))
+        return cusparse.csr_matrix((ones, indices.astype(np.int32), indptr.astype(np.int32)), shape=(n, n))
     return sp.csr_array((np.ones(indices.size), indices, indptr), shape=(n, n))
 
 
@@ -142,7 +151,7 @@ def _by_product(graph: Graph, indptr: Any, indices: Any, per_vertex: bool) -> An
     U = _oriented_matrix(indptr, indices, n, graph.backend)
     low_high = (U @ U).multiply(U)
     if not per_vertex:
-        return int(round(float(low_high.sum())))
+        return round(float(low_high.sum()))
     middle_high = (U.T @ U).multiply(U)
     total = (_flat(low_high.sum(axis=1), xp) + _flat(low_high.sum(axis=0), xp)
              + _flat(middle_high.sum(axis=1), xp))
@@ -153,7 +162,7 @@ def _count(graph: Graph, method: str, per_vertex: bool) -> Any:
     """Triangles per vertex (int64 array) or in all (int) by ``method``."""
     indptr, indices, rows = degree_oriented(*simple_pattern(graph), graph.xp)
     if method == "auto":
-        method = choose_method(graph.backend, oriented_wedges(indptr, indices))
+        method = choose_method(graph.backend, oriented_wedges(indptr, indices), int(indices.size))
     if method == "product":
         return _by_product(graph, indptr, indices, per_vertex)
     counts, corners, _ = _common_neighbours(graph, indptr, indices, rows, indices, corners=per_vertex)
