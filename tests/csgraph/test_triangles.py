@@ -393,10 +393,25 @@ def test_reference_finds_each_triangle_once_on_the_oriented_graph(rng):
 # ------------------------------------------------------------------------------------- GPU
 
 
-def gpu_pattern(A, dtype):
+def poison(nbytes):
+    """Fill a pool block of ``nbytes`` with 0xA5 bytes and free it, so the next output of that
+    size most likely lands on it and unwritten counts show."""
     import cupy
 
-    return cupy.asarray(A.indptr.astype(dtype)), cupy.asarray(A.indices.astype(dtype))
+    if nbytes:
+        block = cupy.empty(nbytes, dtype=np.uint8)
+        block.fill(0xA5)
+        del block
+
+
+def kernel_inputs(rng, A):
+    """(indptr, indices, first, second) twice: the degree-oriented pattern with its edges as the
+    pairs (triangles), and A's pattern with random pairs (Jaccard)."""
+    indptr, indices, rows = module.degree_oriented(A.indptr, A.indices, np)
+    yield indptr, indices, rows, indices
+    n = A.shape[0]
+    pairs = rng.integers(0, n, (2, 500)) if n else np.zeros((2, 0), dtype=np.int64)
+    yield A.indptr, A.indices, pairs[0], pairs[1]
 
 
 @pytest.mark.gpu
@@ -406,28 +421,24 @@ def test_gpu_kernel_equals_reference(rng, dtype):
 
     from sparsegpu.csgraph import _device_triangles as device
 
+    hub = sp.csr_array((np.ones(3000), (np.zeros(3000, dtype=np.int64), np.arange(1, 3001))), shape=(3001, 3001))
     graphs = [undirected_kron(12, rng), datasets.grid_graph(30, 40), sp.csr_array((0, 0)), sp.csr_array((3, 3)),
-              sp.csr_array(np.ones((200, 200)))]
+              sp.csr_array(np.ones((200, 200)) - np.eye(200)), sp.csr_array(hub + hub.T)]
     for A in graphs:
-        A = sp.csr_array(A)
-        for oriented in (False, True):
-            indptr, indices, rows = module.degree_oriented(A.indptr, A.indices, np)
-            if not oriented:
-                indptr, indices = A.indptr, A.indices
-                rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
-            pairs = (rows, indices) if oriented else tuple(rng.integers(0, max(A.shape[0], 1), (2, 500)))
-            pairs = pairs if A.shape[0] else (np.zeros(0, dtype=np.int64),) * 2
-            want = reference.common_neighbours(indptr, indices, *pairs, corners=True, edges=True)
+        for arrays in kernel_inputs(rng, sp.csr_array(A)):
+            want = reference.common_neighbours(*arrays, corners=True, edges=True)
+            device_arrays = [cupy.asarray(a.astype(dtype)) for a in arrays]
             runs = []
             for _ in range(2):
-                got = device.common_neighbours(*gpu_pattern(sp.csr_array((np.ones(indices.size), indices, indptr),
-                                                                         shape=A.shape), dtype),
-                                               *(cupy.asarray(p.astype(dtype)) for p in pairs), corners=True,
-                                               edges=True)
-                runs.append([to_numpy(a) for a in got])
+                poison(8 * max(arrays[2].size, arrays[1].size, A.shape[0]))
+                runs.append([to_numpy(a) for a in device.common_neighbours(*device_arrays, corners=True, edges=True)])
             for got, again, expected in zip(runs[0], runs[1], want):
+                assert got.dtype == np.int64
                 np.testing.assert_array_equal(got, expected)
                 assert got.tobytes() == again.tobytes()
+            counts, corners, edges = device.common_neighbours(*device_arrays)
+            np.testing.assert_array_equal(to_numpy(counts), want[0])
+            assert corners is None and edges is None
 
 
 @pytest.mark.gpu
