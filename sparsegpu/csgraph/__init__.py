@@ -36,6 +36,7 @@ from sparsegpu.csgraph.paths import (
 )
 from sparsegpu.csgraph.reordering import reverse_cuthill_mckee
 from sparsegpu.csgraph.spanning import minimum_spanning_tree
+from sparsegpu.csgraph.triangles import jaccard, triangle_count, triangles
 from sparsegpu.csgraph.traversal import (
     breadth_first_order,
     breadth_first_tree,
@@ -54,10 +55,13 @@ __all__ = [
     "depth_first_tree",
     "dijkstra",
     "eigenvector_centrality",
+    "jaccard",
     "katz_centrality",
     "laplacian",
     "minimum_spanning_tree",
     "pagerank",
     "reverse_cuthill_mckee",
     "shortest_path",
+    "triangle_count",
+    "triangles",
 ]
