@@ -36,13 +36,13 @@ from sparsegpu.csgraph.paths import (
 )
 from sparsegpu.csgraph.reordering import reverse_cuthill_mckee
 from sparsegpu.csgraph.spanning import minimum_spanning_tree
-from sparsegpu.csgraph.triangles import jaccard, triangle_count, triangles
 from sparsegpu.csgraph.traversal import (
     breadth_first_order,
     breadth_first_tree,
     depth_first_order,
     depth_first_tree,
 )
+from sparsegpu.csgraph.triangles import jaccard, triangle_count, triangles
 
 __all__ = [
     "NegativeCycleError",
