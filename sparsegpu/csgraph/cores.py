@@ -56,7 +56,7 @@ def core_number(A: Any, *, directed: bool = False, backend: str | None = None) -
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
-    >>> from sparsegpu.csgraph import core_number
+    >>> from sparsegpu.csgraph.cores import core_number
     >>> edges = [(0, 1), (0, 2), (1, 2), (2, 3)]   # a triangle with a tail
     >>> rows, cols = np.array(edges).T
     >>> A = sp.csr_array((np.ones(4), (rows, cols)), shape=(5, 5))
