@@ -109,20 +109,20 @@ def betweenness_centrality(A: Any, k: int | None = None, normalized: bool = True
     >>> betweenness_centrality(path, k=2, seed=42, endpoints=True, directed=False, backend="cpu").tolist()
     [0.75, 1.0, 0.75]
     """
-    graph = as_graph(A, backend, name="A")
-    n = graph.n
     normalized = _validate.check_bool("normalized", normalized)
     endpoints = _validate.check_bool("endpoints", endpoints)
     directed = _validate.check_bool("directed", directed)
     weighted = _check_weight(weight)
-    k = _check_k(k, n)
     generator = _check_seed(seed)
+    graph = as_graph(A, backend, name="A")
+    n = graph.n
+    k = _check_k(k, n)
     oriented = graph.oriented(directed)
     if weighted:
         _check_lengths(oriented)
     sources = np.arange(n, dtype=np.int64) if k is None else np.array(generator.sample(range(n), k), dtype=np.int64)
     if weighted:
-        raw = _weighted_betweenness(oriented.to_scipy(), sources, endpoints)
+        raw = graph.xp.asarray(_weighted_betweenness(oriented.to_scipy(), sources, endpoints))
     else:
         raw = _unweighted_betweenness(oriented, sources, endpoints)
     scale = _rescale(n, normalized=normalized, directed=directed, endpoints=endpoints,
@@ -200,30 +200,34 @@ def _batch_size(n: int, backend: str, count: int) -> int:
 
 
 def _structure(graph: Graph) -> Any:
-    """The graph's pattern as a sparse matrix of ones of the backend's SciPy flavour."""
+    """The graph's pattern as a sparse matrix of ones of the backend's SciPy flavour (cuSPARSE
+    takes 32-bit indices on the GPU)."""
     ones = graph.xp.ones(graph.nnz, dtype=np.float64)
     if graph.backend == "gpu":
         import cupyx.scipy.sparse as cusp
 
-        return cusp.csr_matrix((ones, graph.indices, graph.indptr), shape=(graph.n, graph.n))
+        arrays = (ones, graph.indices.astype(np.int32, copy=False), graph.indptr.astype(np.int32, copy=False))
+        return cusp.csr_matrix(arrays, shape=(graph.n, graph.n))
     return sp.csr_array((ones, graph.indices, graph.indptr), shape=(graph.n, graph.n))
 
 
 def _unweighted_betweenness(graph: Graph, sources: np.ndarray, endpoints: bool) -> Any:
     xp, n = graph.xp, graph.n
-    forward = _structure(graph)
-    backward = forward if graph.known_symmetric() else _structure(graph.transpose())
+    out_edges = _structure(graph)
+    in_edges = out_edges if graph.known_symmetric() else _structure(graph.transpose())
     result = xp.zeros(n, dtype=np.float64)
     size = _batch_size(n, graph.backend, sources.size)
     for start in range(0, sources.size, size):
         batch = xp.asarray(sources[start:start + size])
-        result += _batch_dependencies(forward, backward, batch, n, xp, endpoints)
+        result += _batch_dependencies(out_edges, in_edges, batch, n, xp, endpoints)
     return result
 
 
 def _batch_dependencies(A: Any, AT: Any, sources: Any, n: int, xp: Any, endpoints: bool) -> Any:
     """The sum over ``sources`` of each vertex's dependency (Brandes' delta, the source itself
-    excluded; plus NetworkX's endpoint terms with ``endpoints``), from one batched BFS."""
+    excluded; plus NetworkX's endpoint terms with ``endpoints``), from one batched BFS over the
+    out-edge pattern ``A`` and the in-edge pattern ``AT`` (both CSR: only non-transposed
+    products)."""
     columns = xp.arange(sources.size)
     level = xp.full((n, sources.size), -1, dtype=np.int32)
     level[sources, columns] = 0

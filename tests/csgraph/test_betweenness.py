@@ -13,7 +13,14 @@ from sparsegpu import datasets
 from sparsegpu.csgraph import betweenness as betweenness_module
 from sparsegpu.csgraph.betweenness import betweenness_centrality
 from tests.conftest import to_numpy
-from tests.csgraph.graphs import generated_graphs, random_digraph, random_weights, real_graph, real_params, with_int64_indices
+from tests.csgraph.graphs import (
+    generated_graphs,
+    random_digraph,
+    random_weights,
+    real_graph,
+    real_params,
+    with_int64_indices,
+)
 
 nx = pytest.importorskip("networkx")
 
@@ -197,17 +204,17 @@ def test_bad_inputs():
     S = symmetric(datasets.kronecker(5, 4, seed=1))
     n = S.shape[0]
     cases = [
-        (TypeError, "k must be", dict(k=2.0)),
-        (TypeError, "k must be", dict(k=True)),
-        (ValueError, "k must be", dict(k=n + 1)),
-        (ValueError, "k must be", dict(k=0)),
-        (ValueError, "k must be", dict(k=-1)),
-        (TypeError, "seed", dict(k=3, seed=1.5)),
-        (TypeError, "seed", dict(k=3, seed=True)),
-        (TypeError, "weight", dict(weight=3)),
-        (TypeError, "normalized", dict(normalized=1)),
-        (TypeError, "endpoints", dict(endpoints=None)),
-        (TypeError, "directed", dict(directed="yes")),
+        (TypeError, "k must be", {"k": 2.0}),
+        (TypeError, "k must be", {"k": True}),
+        (ValueError, "k must be", {"k": n + 1}),
+        (ValueError, "k must be", {"k": 0}),
+        (ValueError, "k must be", {"k": -1}),
+        (TypeError, "seed", {"k": 3, "seed": 1.5}),
+        (TypeError, "seed", {"k": 3, "seed": True}),
+        (TypeError, "weight", {"weight": 3}),
+        (TypeError, "normalized", {"normalized": 1}),
+        (TypeError, "endpoints", {"endpoints": None}),
+        (TypeError, "directed", {"directed": "yes"}),
     ]
     for error, match, kwargs in cases:
         with pytest.raises(error, match=match):
@@ -226,7 +233,7 @@ def test_bad_inputs():
 
 def test_reruns_are_bit_identical(rng):
     S = random_digraph(rng, n=300, degree=3.0)
-    for kwargs in (dict(), dict(k=40, seed=1, endpoints=True), dict(weight=True, directed=False)):
+    for kwargs in ({}, {"k": 40, "seed": 1, "endpoints": True}, {"weight": True, "directed": False}):
         W = symmetric(S) if kwargs.get("weight") else S
         first = betweenness_centrality(W, backend="cpu", **kwargs)
         assert np.array_equal(first, betweenness_centrality(W, backend="cpu", **kwargs))
@@ -238,7 +245,7 @@ def test_gpu_equals_cpu_and_reruns_bit_identical(directed):
     S = symmetric(datasets.kronecker(11, 8, seed=4))
     S = sp.csr_array(sp.triu(S, format="csr")) if directed else S
     A = sparsegpu.CSR.from_scipy(S, backend="gpu")
-    for kwargs in (dict(), dict(k=100, seed=5, endpoints=True, normalized=False)):
+    for kwargs in ({}, {"k": 100, "seed": 5, "endpoints": True, "normalized": False}):
         expected = betweenness_centrality(S, directed=directed, backend="cpu", **kwargs)
         got = betweenness_centrality(A, directed=directed, **kwargs)
         assert type(got).__module__.startswith("cupy")

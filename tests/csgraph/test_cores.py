@@ -10,7 +10,13 @@ import sparsegpu
 from sparsegpu import datasets
 from sparsegpu.csgraph.cores import core_number
 from tests.conftest import to_numpy
-from tests.csgraph.graphs import generated_graphs, random_digraph, real_graph, real_params, with_int64_indices
+from tests.csgraph.graphs import (
+    generated_graphs,
+    random_digraph,
+    real_graph,
+    real_params,
+    with_int64_indices,
+)
 
 nx = pytest.importorskip("networkx")
 
