@@ -51,9 +51,10 @@ def check(S: sp.sparray, directed: bool, **kwargs) -> np.ndarray:
 @pytest.mark.parametrize("name", real_params(CORE_GRAPHS))
 def test_real_graphs_equal_networkx(name):
     S = loop_free(real_graph(name))
-    check(S, directed=False)
-    if name == "cit-HepPh":  # citations: the DiGraph reading (in + out degree) too
+    if name == "cit-HepPh":  # citations: a part of them, read as a DiGraph (in + out degree) too
+        S = sp.csr_array(S[:10000, :10000])
         check(S, directed=True)
+    check(S, directed=False)
 
 
 @pytest.mark.parametrize("name", ["kron10", "grid", "road"])
