@@ -20,6 +20,7 @@ trees), each function's docstring says how.
 
 from __future__ import annotations
 
+from sparsegpu.csgraph.betweenness import betweenness_centrality
 from sparsegpu.csgraph.centrality import (
     PowerIterationFailedConvergence,
     eigenvector_centrality,
@@ -27,6 +28,7 @@ from sparsegpu.csgraph.centrality import (
     pagerank,
 )
 from sparsegpu.csgraph.components import connected_components
+from sparsegpu.csgraph.cores import core_number
 from sparsegpu.csgraph.laplacian import laplacian
 from sparsegpu.csgraph.paths import (
     NegativeCycleError,
@@ -48,9 +50,11 @@ __all__ = [
     "NegativeCycleError",
     "PowerIterationFailedConvergence",
     "bellman_ford",
+    "betweenness_centrality",
     "breadth_first_order",
     "breadth_first_tree",
     "connected_components",
+    "core_number",
     "depth_first_order",
     "depth_first_tree",
     "dijkstra",

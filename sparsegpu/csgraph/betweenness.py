@@ -47,7 +47,7 @@ _MAX_BATCH = 512
 
 
 def betweenness_centrality(A: Any, k: int | None = None, normalized: bool = True, weight: Any = None,
-                           seed: Any = None, endpoints: bool = False, *, directed: bool = True,
+                           endpoints: bool = False, seed: Any = None, *, directed: bool = True,
                            backend: str | None = None) -> Any:
     """Shortest-path betweenness centrality of every vertex, NetworkX's definition and scaling.
 
