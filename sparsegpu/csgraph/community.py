@@ -34,7 +34,7 @@ __all__ = ["louvain_communities", "modularity"]
 
 #: Local-moving rounds per level at most (a safeguard: rounds stop long before on real graphs).
 MAX_ROUNDS = 1000
-#: Local-moving rounds in a row without a modularity gain above the threshold that end a level.
+#: Local-moving rounds in a row without a better modularity that end a level.
 PATIENCE = 4
 
 
@@ -320,15 +320,14 @@ def _move(level: _Level, comm: Any, ranks: Any, coins: Any, resolution: float) -
     return xp.where(wants & ~blocked, best, comm), bool(positive.any())
 
 
-def _local_moving(level: _Level, ranks: Any, resolution: float, threshold: float,
-                  salt: tuple[int, int]) -> tuple[Any, bool]:
+def _local_moving(level: _Level, ranks: Any, resolution: float, salt: tuple[int, int]) -> tuple[Any, bool]:
     """Rounds of :func:`_move` from the partition ``ranks`` (a permutation: every vertex alone)
-    until no vertex has a positive gain or :data:`PATIENCE` rounds in a row fail to raise the
-    best modularity by more than ``threshold``; the best partition seen, and whether it beats
-    the initial one. ``salt`` (seed, level) seeds the coins."""
+    until no vertex has a positive gain or :data:`PATIENCE` rounds in a row bring no better
+    modularity; the best partition seen, and whether it beats the initial one. ``salt``
+    (seed, level) seeds the coins."""
     xp = level.xp
     comm = initial = best = ranks
-    best_q = mark = _modularity(level, comm, resolution)
+    best_q = _modularity(level, comm, resolution)
     if level.nb_rows.size == 0:
         return best, False
     stalled = 0
@@ -338,11 +337,9 @@ def _local_moving(level: _Level, ranks: Any, resolution: float, threshold: float
         if not any_gain:
             break
         q = _modularity(level, comm, resolution)
-        if q > best_q:
-            best, best_q = comm, q
         stalled += 1
-        if best_q - mark > threshold:
-            mark, stalled = best_q, 0
+        if q > best_q:
+            best, best_q, stalled = comm, q, 0
         if stalled >= PATIENCE:
             break
     return best, best is not initial  # a partition replaces the initial one only by beating it
@@ -373,7 +370,7 @@ def _louvain_labels(level: _Level, resolution: float, threshold: float, max_leve
     depth = 0
     while True:
         ranks = _random_ranks(level.n, seed, depth, xp)
-        comm, moved = _local_moving(level, ranks, resolution, threshold, (seed, depth))
+        comm, moved = _local_moving(level, ranks, resolution, (seed, depth))
         if depth > 0 and not moved:
             return labels  # NetworkX stops without a new level when no vertex moves
         comm = _compact(comm, xp)
@@ -416,11 +413,11 @@ def louvain_communities(A: Any, weight: bool | None = True, resolution: float = 
     ranks: a random permutation per level). So two adjacent vertices never move apart at once
     (each mover's gain is NetworkX's but for the totals of communities other movers join), and
     the coins keep non-adjacent twins from moving back and forth together. A level ends when no
-    vertex has a positive gain or after 4 rounds without a modularity gain above ``threshold``,
-    keeping the best partition seen. Coins and ranks come from ``seed`` through a counter-based
-    generator, and every sum runs in a fixed order: the same seed gives the same communities
-    bit for bit on a backend (the GPU's sums may round differently from NumPy's, so the two
-    backends can part ways at near ties).
+    vertex has a positive gain or after 4 rounds in a row without a better modularity, keeping
+    the best partition seen (``threshold`` acts between levels only, as in NetworkX). Coins and
+    ranks come from ``seed`` through a counter-based generator, and every sum runs in a fixed
+    order: the same seed gives the same communities bit for bit on a backend (the GPU's sums
+    may round differently from NumPy's, so the two backends can part ways at near ties).
 
     NetworkX moves vertices one at a time in a random order, so the communities differ from
     NetworkX's; their modularity is as high (a few percent either way on the karate club, Les
