@@ -235,10 +235,10 @@ def modularity(A: Any, communities: Any, weight: bool | None = True, resolution:
     >>> round(modularity(A, [{0, 1, 2}, {3, 4, 5}], backend="cpu"), 6)
     0.357143
     """
-    graph = as_graph(A, backend, name="A")
     weighted = _check_weight(weight)
     resolution = _check_real("resolution", resolution)
     directed = _validate.check_bool("directed", directed)
+    graph = as_graph(A, backend, name="A")
     labels = _labels_from(communities, graph.n, graph.xp)
     if weighted and graph.nnz and not bool(graph.xp.isfinite(graph.weights).all()):
         raise ValueError("A holds NaN or infinite weights")
@@ -470,7 +470,6 @@ def louvain_communities(A: Any, weight: bool | None = True, resolution: float = 
     >>> louvain_communities(A, seed=1, backend="cpu")
     [{0, 1, 2}, {3, 4, 5}]
     """
-    graph = as_graph(A, backend, name="A")
     weighted = _check_weight(weight)
     resolution = _check_real("resolution", resolution, minimum=0.0)
     threshold = _check_real("threshold", threshold, minimum=0.0)
@@ -478,6 +477,7 @@ def louvain_communities(A: Any, weight: bool | None = True, resolution: float = 
         max_level = _validate.check_int("max_level", max_level, minimum=1)
     seed = 0 if seed is None else _validate.check_int("seed", seed)
     directed = _validate.check_bool("directed", directed)
+    graph = as_graph(A, backend, name="A")
     if weighted:
         _check_weights(graph)
     level = _level_matrix(graph, directed, weighted)
