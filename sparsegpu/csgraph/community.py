@@ -101,7 +101,7 @@ class _Level:
     def __init__(self, rows: Any, cols: Any, weights: Any, n: int, symmetric: bool, xp: Any) -> None:
         self.rows, self.cols, self.weights, self.n, self.symmetric, self.xp = rows, cols, weights, n, symmetric, xp
         self.out_sums = _segment_sums(weights, rows, n, xp)
-        if symmetric:  # equal to the row sums exactly, and the same bits
+        if symmetric:  # the column sums are the row sums (but for rounding on coarse levels)
             self.in_sums = self.out_sums
         else:
             order = _stable_argsort(cols, xp)
