@@ -223,7 +223,8 @@ def modularity(A: Any, communities: Any, weight: bool | None = True, resolution:
         ``weight`` not a bool or None; ``resolution`` not a real number.
     ValueError
         ``communities`` not a partition of the vertices; ``A`` without edge weight (m = 0,
-        where NetworkX divides by zero) or with NaN weights; ``resolution`` not finite.
+        where NetworkX divides by zero) or with NaN or infinite weights; ``resolution`` not
+        finite.
 
     Examples
     --------
@@ -433,7 +434,7 @@ def louvain_communities(A: Any, weight: bool | None = True, resolution: float = 
     resolution : float, optional
         Resolution gamma >= 0: below 1 favours larger communities, above 1 smaller (default 1).
     threshold : float, optional
-        The least modularity gain, >= 0, for which another level runs (default 1e-07).
+        A level whose modularity gain is at most this (>= 0) is the last (default 1e-07).
     max_level : int or None, optional
         At most this many levels (>= 1), or no limit (default None).
     seed : int or None, optional
