@@ -176,7 +176,7 @@ def bench_primitives(backend: str, n: int, repeat: int = 20, seed: int = 0, *, c
             timing = measure(lambda i: call(x), backend, repeat)
             rows.append({**row, "status": "ok", "max_rel_err": err, "seconds": timing.seconds,
                          "gbps": effective_gbps(nbytes, timing.seconds)})
-        del x, host
+        x = host = None  # free the inputs before the next case
     if backend != "gpu":
         return rows
     import cupy

@@ -27,6 +27,8 @@ from sparsegpu.csgraph.centrality import (
     katz_centrality,
     pagerank,
 )
+from sparsegpu.csgraph.common_neighbours import jaccard, triangle_count, triangles
+from sparsegpu.csgraph.community import louvain_communities, modularity
 from sparsegpu.csgraph.components import connected_components
 from sparsegpu.csgraph.cores import core_number
 from sparsegpu.csgraph.laplacian import laplacian
@@ -44,7 +46,6 @@ from sparsegpu.csgraph.traversal import (
     depth_first_order,
     depth_first_tree,
 )
-from sparsegpu.csgraph.triangles import jaccard, triangle_count, triangles
 
 __all__ = [
     "NegativeCycleError",
@@ -62,7 +63,9 @@ __all__ = [
     "jaccard",
     "katz_centrality",
     "laplacian",
+    "louvain_communities",
     "minimum_spanning_tree",
+    "modularity",
     "pagerank",
     "reverse_cuthill_mckee",
     "shortest_path",

@@ -230,7 +230,7 @@ def assert_quality(A, rng, *, directed: bool = False, resolution: float = 1.0, *
     of NetworkX's over as many seeds (few for large graphs, where runs spread little)."""
     n = A.shape[0]
     G = nx_graph(A, directed)
-    seeds = rng.integers(0, 1 << 31, 8 if n < 200 else 2 if n < 3000 else 1).tolist()
+    seeds = rng.integers(0, 1 << 31, 8 if n < 200 else 2 if n < 5000 else 1).tolist()
     ours, theirs = [], []
     for seed in seeds:
         communities = louvain_communities(A, resolution=resolution, seed=seed, directed=directed, backend="cpu",
@@ -241,7 +241,9 @@ def assert_quality(A, rng, *, directed: bool = False, resolution: float = 1.0, *
             ours[-1], rel=1e-11, abs=1e-13)
         theirs.append(nx.community.modularity(G, nx.community.louvain_communities(G, resolution=resolution, seed=seed),
                                               resolution=resolution))
-    assert np.mean(ours) >= QUALITY * np.mean(theirs), (ours, theirs)
+    # A relative bar, with an absolute slack for graphs of low modularity (Kronecker graphs sit
+    # near 0.16, where one seed's spread is a few percent of the value).
+    assert np.mean(ours) >= min(QUALITY * np.mean(theirs), np.mean(theirs) - 0.005), (ours, theirs)
 
 
 @pytest.mark.parametrize("name", list(louvain_cases()))

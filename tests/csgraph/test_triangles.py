@@ -1,4 +1,4 @@
-"""Triangles and Jaccard similarity (sparsegpu.csgraph.triangles) against NetworkX, the NumPy
+"""Triangles and Jaccard similarity (sparsegpu.csgraph.common_neighbours) against NetworkX, the NumPy
 reference of kernels/graph_triangles.cu against brute-force set intersections, and (marked
 ``gpu``) the kernel against its reference and the GPU API against NetworkX, twice, bit for bit.
 
@@ -15,8 +15,8 @@ import pytest
 import scipy.sparse as sp
 
 from sparsegpu import datasets
-from sparsegpu.csgraph import triangles as module
-from sparsegpu.csgraph.triangles import jaccard, triangle_count, triangles
+from sparsegpu.csgraph import common_neighbours as module
+from sparsegpu.csgraph.common_neighbours import jaccard, triangle_count, triangles
 from sparsegpu.reference import graph_triangles as reference
 from tests.conftest import to_numpy
 from tests.csgraph.graphs import (

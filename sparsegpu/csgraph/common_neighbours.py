@@ -242,7 +242,7 @@ def triangles(A: Any, nodes: Any = None, *, method: str = "auto", backend: str |
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
-    >>> from sparsegpu.csgraph.triangles import triangles
+    >>> from sparsegpu.csgraph.common_neighbours import triangles
     >>> A = sp.csr_array(np.array([[0, 1, 1, 0], [0, 0, 1, 0], [0, 0, 0, 1], [0, 0, 0, 0]]))
     >>> triangles(A, backend="cpu").tolist()
     [1, 1, 1, 0]
@@ -287,7 +287,7 @@ def triangle_count(A: Any, *, method: str = "auto", backend: str | None = None) 
     Examples
     --------
     >>> import numpy as np
-    >>> from sparsegpu.csgraph.triangles import triangle_count
+    >>> from sparsegpu.csgraph.common_neighbours import triangle_count
     >>> triangle_count(np.ones((4, 4)), backend="cpu")  # the complete graph on 4 vertices
     4
     """
@@ -336,7 +336,7 @@ def jaccard(A: Any, pairs: Any = None, *, backend: str | None = None) -> Any:
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
-    >>> from sparsegpu.csgraph.triangles import jaccard
+    >>> from sparsegpu.csgraph.common_neighbours import jaccard
     >>> A = sp.csr_array(np.array([[0, 1, 1, 1], [0, 0, 1, 0], [0, 0, 0, 0], [0, 0, 0, 0]]))
     >>> jaccard(A, [(1, 2), (0, 3)], backend="cpu").tolist()
     [0.3333333333333333, 0.0]
