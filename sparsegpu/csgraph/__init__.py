@@ -11,6 +11,11 @@ calls SciPy. Where the GPU's answer may legitimately differ from SciPy's (order 
 within a BFS level, which parent among equals, component numbering, tie-breaking in spanning
 trees), each function's docstring says how.
 
+Beyond SciPy's functions, the analytics (``pagerank``, ``katz_centrality``,
+``eigenvector_centrality``, ``betweenness_centrality``, ``triangles``, ``triangle_count``,
+``jaccard``, ``core_number``, ``louvain_communities``, ``modularity``) follow NetworkX's
+definitions and parameter names, returning arrays indexed by vertex.
+
 >>> import numpy as np, scipy.sparse as sp
 >>> from sparsegpu import csgraph
 >>> G = sp.csr_array(np.array([[0, 2, 0], [0, 0, 3], [0, 0, 0]]))
