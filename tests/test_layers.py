@@ -3,8 +3,8 @@ another of the package's modules inside a function (the way a cycle would be dod
 
 Order, lowest first: _backend, reference (the NumPy references, importable from every layer),
 datasets and semiring (the semiring objects) -> _validate -> _kernels -> primitives -> convert ->
-formats -> transfer -> advisor -> linalg and csgraph -> bench, demo and the package's __init__
-(which re-exports the public API)."""
+formats -> transfer -> advisor -> linalg and csgraph -> nx (the NetworkX backend) and
+distributed -> bench, demo and the package's __init__ (which re-exports the public API)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ LAYERS = [
     {"transfer"},
     {"advisor"},
     {"linalg", "csgraph"},
+    {"nx", "distributed"},
     {"bench", "demo", "__init__", "__main__"},
 ]
 RANK = {room: rank for rank, rooms in enumerate(LAYERS) for room in rooms}
