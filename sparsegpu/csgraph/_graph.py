@@ -77,21 +77,26 @@ class Graph:
         if "undirected" not in self._cache:
             result = self._derived(*symmetrise_min(self.indptr, self.indices, self.weights, self.n, self.xp))
             result._cache["undirected"] = result
-            result._cache["symmetric"] = True
+            result._cache["symmetric"] = result._cache["structurally_symmetric"] = True
             self._cache["undirected"] = result
         return self._cache["undirected"]
 
-    def is_symmetric(self) -> bool:
+    def is_structurally_symmetric(self) -> bool:
         """Whether every edge's reverse is stored too (the structure, not the weights); the
         transpose is built to decide, once, and the answer is cached."""
-        if "symmetric" not in self._cache:
+        if "structurally_symmetric" not in self._cache:
             reverse = self.transpose()
-            self._cache["symmetric"] = bool((reverse.indptr == self.indptr).all()) and bool(
+            self._cache["structurally_symmetric"] = bool((reverse.indptr == self.indptr).all()) and bool(
                 (reverse.indices == self.indices).all())
-        return self._cache["symmetric"]
+        return self._cache["structurally_symmetric"]
+
+    def known_structurally_symmetric(self) -> bool:
+        """Whether the structure is known to be symmetric without building anything."""
+        return bool(self._cache.get("structurally_symmetric", False)) or self.known_symmetric()
 
     def known_symmetric(self) -> bool:
-        """Whether the graph is known to be symmetric without building anything."""
+        """Whether the graph is known to equal its transpose, weights included (an undirected
+        graph built here), without building anything."""
         return bool(self._cache.get("symmetric", False))
 
     def without_zero_weights(self) -> Graph:

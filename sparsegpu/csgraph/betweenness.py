@@ -214,7 +214,7 @@ def _structure(graph: Graph) -> Any:
 def _unweighted_betweenness(graph: Graph, sources: np.ndarray, endpoints: bool) -> Any:
     xp, n = graph.xp, graph.n
     out_edges = _structure(graph)
-    in_edges = out_edges if graph.known_symmetric() else _structure(graph.transpose())
+    in_edges = out_edges if graph.known_structurally_symmetric() else _structure(graph.transpose())
     result = xp.zeros(n, dtype=np.float64)
     size = _batch_size(n, graph.backend, sources.size)
     for start in range(0, sources.size, size):

@@ -103,7 +103,7 @@ def connected_components(csgraph: Any, directed: bool = True, connection: str = 
         count, labels = scipy_csgraph.connected_components(graph.to_scipy(), directed, connection)
         if strong:
             labels = number_by_smallest_vertex(labels)
-    elif strong and not graph.is_symmetric():
+    elif strong and not graph.is_structurally_symmetric():
         reverse = graph.transpose()
         count, labels = _device_components.strong_components(graph.indptr, graph.indices, reverse.indptr,
                                                              reverse.indices)
@@ -111,6 +111,6 @@ def connected_components(csgraph: Any, directed: bool = True, connection: str = 
         # Hooking reads each edge both ways, so weak components need no undirected copy; a graph
         # known to be symmetric lets it skip the giant component's rows (Afforest).
         count, labels = _device_components.weak_components(graph.indptr, graph.indices,
-                                                           symmetric=graph.known_symmetric())
+                                                           symmetric=graph.known_structurally_symmetric())
     count = int(count)
     return (count, graph.output(labels)) if return_labels else count

@@ -289,3 +289,17 @@ def test_huge_distance_matrix_is_refused_before_allocating(monkeypatch):
     S = sp.eye(20000, format="csr")
     with pytest.raises(ValueError, match="distance matrix"):
         csgraph.dijkstra(S, backend="cpu")
+
+
+def test_a_symmetric_structure_is_not_taken_for_symmetric_weights(rng):
+    """Strong components learn that the structure is symmetric; PageRank must still read the
+    weights of A^T, which differ here."""
+    S = sp.csr_array(sp.random_array((60, 60), density=0.1, rng=rng))
+    S = sp.csr_array(S + S.T)  # symmetric structure
+    S.data = rng.uniform(0.5, 2.0, S.nnz)  # asymmetric weights
+    A = sparsegpu.from_scipy(S, backend="cpu")
+    expected = csgraph.pagerank(S, backend="cpu")
+    graph = as_graph(A)
+    assert graph.is_structurally_symmetric() and not graph.known_symmetric()
+    np.testing.assert_array_equal(csgraph.pagerank(A), expected)
+    assert graph.undirected().known_symmetric()
