@@ -1,0 +1,134 @@
+"""Centralities, triangles, cores, communities and similarity with NetworkX's signatures.
+
+Each function takes a :class:`~sparsegpu.nx.graph.SparseGraph` and returns NetworkX's type
+(dicts keyed by node with Python numbers, a list of node sets, a generator of triples).
+Dict arguments keyed by node (``personalization``, ``nstart``, ``dangling``) become arrays
+indexed by vertex, 0 for a node the dict omits, as NetworkX reads them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Hashable, Iterator
+from typing import Any
+
+import numpy as np
+
+from sparsegpu._backend import to_host
+from sparsegpu.csgraph import (
+    PowerIterationFailedConvergence,
+    betweenness_centrality as csgraph_betweenness,
+    core_number as csgraph_core_number,
+    jaccard,
+    louvain_communities as csgraph_louvain,
+    pagerank as csgraph_pagerank,
+    triangles as csgraph_triangles,
+)
+from sparsegpu.nx.graph import SparseGraph
+
+
+def _networkx() -> Any:
+    import networkx
+
+    return networkx
+
+
+def _by_node(G: SparseGraph, values: Any) -> dict:
+    return dict(zip(G.nodes, to_host(values).tolist()))
+
+
+def _array(G: SparseGraph, values: dict | None) -> np.ndarray | None:
+    if values is None:
+        return None
+    array = np.zeros(len(G))
+    for node, value in values.items():
+        vertex = G.vertex(node)
+        if vertex is not None:
+            array[vertex] = value
+    return array
+
+
+def pagerank(G: SparseGraph, alpha: float = 0.85, personalization: dict | None = None, max_iter: int = 100,
+             tol: float = 1.0e-6, nstart: dict | None = None, weight: str | None = "weight",
+             dangling: dict | None = None) -> dict:
+    """PageRank of every node, as :func:`networkx.pagerank` (an undirected edge counts both ways)."""
+    if len(G) == 0:
+        return {}
+    try:
+        ranks = csgraph_pagerank(G.matrix(weight), alpha, _array(G, personalization), max_iter, tol,
+                                 _array(G, nstart), weight is not None, _array(G, dangling), directed=True)
+    except PowerIterationFailedConvergence as error:
+        raise _networkx().PowerIterationFailedConvergence(max_iter) from error
+    return _by_node(G, ranks)
+
+
+def _random_state(seed: Any) -> Any:
+    """NetworkX's ``py_random_state`` turns a seed into a ``random.Random`` before dispatch."""
+    if seed is None or isinstance(seed, random.Random):
+        return seed
+    return random.Random(seed)
+
+
+def betweenness_centrality(G: SparseGraph, k: int | None = None, normalized: bool = True,
+                           weight: str | None = None, endpoints: bool = False, seed: Any = None) -> dict:
+    """Shortest-path betweenness of every node, as :func:`networkx.betweenness_centrality`."""
+    values = csgraph_betweenness(G.matrix(weight), k, normalized, None if weight is None else True, endpoints,
+                                 _random_state(seed), directed=G.is_directed())
+    return _by_node(G, values)
+
+
+def triangles(G: SparseGraph, nodes: Any = None) -> int | dict:
+    """Triangles through each node of an undirected graph, or through one node as an int."""
+    if G.is_directed():
+        raise _networkx().NetworkXNotImplemented("not implemented for directed type")
+    if nodes is not None and nodes in G:
+        return int(csgraph_triangles(G.matrix(), G.vertex(nodes)))
+    counts = to_host(csgraph_triangles(G.matrix()))
+    if nodes is None:
+        return dict(zip(G.nodes, counts.tolist()))
+    picked = [G.vertex(node) for node in nodes]
+    return {G.nodes[v]: int(counts[v]) for v in picked if v is not None}
+
+
+def core_number(G: SparseGraph) -> dict:
+    """The core number of every node, as :func:`networkx.core_number` (self loops refused)."""
+    rows = np.repeat(np.arange(len(G)), np.diff(G.indptr))
+    if bool((rows == G.indices).any()):
+        raise _networkx().NetworkXNotImplemented(
+            "Input graph has self loops which is not permitted; "
+            "Consider using G.remove_edges_from(nx.selfloop_edges(G)).")
+    return _by_node(G, csgraph_core_number(G.matrix(), directed=G.is_directed()))
+
+
+def _integer_seed(seed: Any) -> int | None:
+    if isinstance(seed, random.Random):
+        return seed.getrandbits(31)
+    return seed
+
+
+def louvain_communities(G: SparseGraph, weight: str | None = "weight", resolution: float = 1,
+                        threshold: float = 1e-07, max_level: int | None = None, seed: Any = None) -> list[set]:
+    """Louvain communities as a list of node sets (parallel moves: NetworkX's modularity, not its sets)."""
+    communities = csgraph_louvain(G.matrix(weight), weight is not None, resolution, threshold, max_level,
+                                  _integer_seed(seed), directed=G.is_directed())
+    return [set(G.labels(np.fromiter(part, np.int64, count=len(part)))) for part in communities]
+
+
+def jaccard_coefficient(G: SparseGraph, ebunch: Any = None) -> Iterator[tuple[Hashable, Hashable, float]]:
+    """``(u, v, |N(u) & N(v)| / |N(u) | N(v)|)`` for each pair of ``ebunch``, in order."""
+    nx = _networkx()
+    if G.is_directed():
+        raise nx.NetworkXNotImplemented("not implemented for directed type")
+    if ebunch is None:
+        raise NotImplementedError("jaccard_coefficient with ebunch=None (every non-edge) runs in NetworkX")
+    pairs = list(ebunch)
+    vertices = []
+    for u, v in pairs:
+        for node in (u, v):
+            if node not in G:
+                raise nx.NodeNotFound(f"Node {node} not in G.")
+        vertices.append((G.vertex(u), G.vertex(v)))
+    if not pairs:
+        return iter(())
+    values = to_host(jaccard(G.matrix(), np.array(vertices, dtype=np.int64))).tolist()
+    return ((u, v, p) for (u, v), p in zip(pairs, values))

@@ -1,0 +1,162 @@
+"""Components, breadth-first search and single-source path lengths with NetworkX's signatures.
+
+Each function takes a :class:`~sparsegpu.nx.graph.SparseGraph` (NetworkX converts the user's
+graph and passes it in) and returns what NetworkX returns: generators of node sets, dicts keyed
+by node. Vertices come back in index order within a BFS level where NetworkX's order is the
+order it discovered them: the sets, layers and distances are NetworkX's, the order inside a
+level may differ, and ``bfs_edges`` picks one valid parent per vertex (SciPy's first
+discoverer on the CPU backend, any on the GPU).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator
+from typing import Any
+
+import numpy as np
+
+from sparsegpu._backend import to_host
+from sparsegpu.csgraph import breadth_first_order, connected_components as csgraph_components, dijkstra
+from sparsegpu.nx.graph import SparseGraph
+
+
+def _networkx() -> Any:
+    import networkx
+
+    return networkx
+
+
+def _not_for_directed(G: SparseGraph) -> None:
+    if G.is_directed():
+        raise _networkx().NetworkXNotImplemented("not implemented for directed type")
+
+
+def _not_for_undirected(G: SparseGraph) -> None:
+    if not G.is_directed():
+        raise _networkx().NetworkXNotImplemented("not implemented for undirected type")
+
+
+def _groups(G: SparseGraph, labels: Any) -> list[set]:
+    labels = to_host(labels)
+    order = np.argsort(labels, kind="stable")
+    bounds = np.flatnonzero(np.diff(labels[order])) + 1
+    return [set(G.labels(part)) for part in np.split(order, bounds)] if labels.size else []
+
+
+def connected_components(G: SparseGraph) -> Iterator[set]:
+    """Sets of nodes, one per component, in the order of each component's first node in ``G``."""
+    _not_for_directed(G)
+    _, labels = csgraph_components(G.matrix(), directed=False)
+    yield from _groups(G, labels)
+
+
+def number_connected_components(G: SparseGraph) -> int:
+    """The number of connected components of an undirected graph."""
+    _not_for_directed(G)
+    return int(csgraph_components(G.matrix(), directed=False, return_labels=False))
+
+
+def is_connected(G: SparseGraph) -> bool:
+    """Whether an undirected graph is connected (NetworkX refuses the null graph)."""
+    _not_for_directed(G)
+    if len(G) == 0:
+        raise _networkx().NetworkXPointlessConcept("Connectivity is undefined for the null graph.")
+    return number_connected_components(G) == 1
+
+
+def strongly_connected_components(G: SparseGraph) -> Iterator[set]:
+    """Sets of nodes, one per strongly connected component of a directed graph."""
+    _not_for_undirected(G)
+    _, labels = csgraph_components(G.matrix(), directed=True, connection="strong")
+    yield from _groups(G, labels)
+
+
+def _source(G: SparseGraph, node: Hashable, error: str = "NodeNotFound") -> int:
+    vertex = G.vertex(node)
+    if vertex is None:
+        raise getattr(_networkx(), error)(f"Source {node} is not in G")
+    return vertex
+
+
+def _distances(G: SparseGraph, sources: Any, weight: str | None = None, limit: float = np.inf,
+               transpose: bool = False) -> np.ndarray:
+    """Shortest distances from ``sources`` (the nearest of them) to every vertex, inf unreached."""
+    A = G.matrix(weight, transpose=transpose)
+    dist = dijkstra(A, directed=True, indices=sources, unweighted=weight is None, limit=limit,
+                    min_only=True)
+    return to_host(dist)
+
+
+def _by_distance(dist: np.ndarray, cutoff: float = np.inf) -> np.ndarray:
+    """Reached vertices (distance <= cutoff) ordered by distance, then index."""
+    reached = np.flatnonzero(np.isfinite(dist) & (dist <= cutoff))
+    return reached[np.argsort(dist[reached], kind="stable")]
+
+
+def bfs_edges(G: SparseGraph, source: Hashable, reverse: bool = False, depth_limit: int | None = None,
+              sort_neighbors: Any = None) -> Iterator[tuple]:
+    """Tree edges ``(parent, child)`` of a breadth-first search from ``source``, level by level."""
+    start = _source(G, source, "NetworkXError")
+    transpose = bool(reverse) and G.is_directed()
+    order, preds = breadth_first_order(G.matrix(transpose=transpose), start, directed=True)
+    order, preds = to_host(order), to_host(preds)
+    if depth_limit is not None:
+        dist = _distances(G, start, limit=depth_limit, transpose=transpose)
+        order = order[dist[order] <= depth_limit]
+    children = order[1:]
+    yield from zip(G.labels(preds[children]), G.labels(children))
+
+
+def bfs_layers(G: SparseGraph, sources: Any) -> Iterator[list]:
+    """Lists of nodes at distance 0, 1, 2, ... from ``sources`` (a node or an iterable of nodes)."""
+    if sources in G:
+        sources = [sources]
+    vertices = []
+    for node in sources:
+        vertex = G.vertex(node)
+        if vertex is None:
+            raise _networkx().NetworkXError(f"The node {node} is not in the graph.")
+        vertices.append(vertex)
+    if not vertices:
+        return
+    dist = _distances(G, np.unique(vertices))
+    reached = _by_distance(dist)
+    levels = dist[reached].astype(np.int64)
+    bounds = np.flatnonzero(np.diff(levels)) + 1
+    for part in np.split(reached, bounds):
+        yield G.labels(part)
+
+
+def descendants_at_distance(G: SparseGraph, source: Hashable, distance: int) -> set:
+    """The nodes at exactly ``distance`` hops from ``source``."""
+    start = _source(G, source, "NetworkXError")
+    if distance < 0:
+        return set()
+    dist = _distances(G, start, limit=distance)
+    return set(G.labels(np.flatnonzero(dist == distance)))
+
+
+def single_source_shortest_path_length(G: SparseGraph, source: Hashable, cutoff: int | None = None) -> dict:
+    """Hop counts from ``source`` to every node within ``cutoff`` hops, as ints."""
+    start = _source(G, source)
+    limit = np.inf if cutoff is None else cutoff
+    dist = _distances(G, start, limit=limit)
+    reached = _by_distance(dist, limit)
+    return dict(zip(G.labels(reached), dist[reached].astype(np.int64).tolist()))
+
+
+def single_source_dijkstra_path_length(G: SparseGraph, source: Hashable, cutoff: float | None = None,
+                                       weight: str | None = "weight") -> dict:
+    """Weighted distances from ``source`` (missing weights count 1), ints when the weights are."""
+    start = _source(G, source)
+    limit = np.inf if cutoff is None else cutoff
+    dist = _distances(G, start, weight=weight, limit=limit)
+    if weight is not None and bool((G.weights[weight] < 0).any()):
+        raise ValueError("Contradictory paths found: negative weights?")
+    reached = _by_distance(dist, limit)
+    values = dist[reached]
+    as_int = weight is None or weight in G.integral
+    lengths = values.astype(np.int64).tolist() if as_int else values.tolist()
+    result = dict(zip(G.labels(reached), lengths))
+    result[source] = 0
+    return result
