@@ -52,13 +52,19 @@ def pagerank(G: SparseGraph, alpha: float = 0.85, personalization: dict | None =
              tol: float = 1.0e-6, nstart: dict | None = None, weight: str | None = "weight",
              dangling: dict | None = None) -> dict:
     """PageRank of every node, as :func:`networkx.pagerank` (an undirected edge counts both ways)."""
+    nx = _networkx()
     if len(G) == 0:
         return {}
+    if max_iter < 1:
+        raise nx.PowerIterationFailedConvergence(max_iter)
+    personal = _array(G, personalization)
+    if personal is not None and personal.sum() == 0:
+        raise ZeroDivisionError("personalization is all 0")  # NetworkX's exception
     try:
-        ranks = csgraph_pagerank(G.matrix(weight), alpha, _array(G, personalization), max_iter, tol,
+        ranks = csgraph_pagerank(G.matrix(weight), alpha, personal, max_iter, tol,
                                  _array(G, nstart), weight is not None, _array(G, dangling), directed=True)
     except PowerIterationFailedConvergence as error:
-        raise _networkx().PowerIterationFailedConvergence(max_iter) from error
+        raise nx.PowerIterationFailedConvergence(max_iter) from error
     return _by_node(G, ranks)
 
 
@@ -72,6 +78,10 @@ def _random_state(seed: Any) -> Any:
 def betweenness_centrality(G: SparseGraph, k: int | None = None, normalized: bool = True,
                            weight: str | None = None, endpoints: bool = False, seed: Any = None) -> dict:
     """Shortest-path betweenness of every node, as :func:`networkx.betweenness_centrality`."""
+    if k is not None and not 1 <= k <= len(G):
+        if k == 0:  # NetworkX scales by n / k
+            raise ZeroDivisionError("k is 0")
+        raise ValueError("Sample larger than population or is negative")  # random.sample's, as NetworkX
     values = csgraph_betweenness(G.matrix(weight), k, normalized, None if weight is None else True, endpoints,
                                  _random_state(seed), directed=G.is_directed())
     return _by_node(G, values)
