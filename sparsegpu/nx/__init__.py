@@ -11,7 +11,12 @@ refuses, run in NetworkX itself.
 from __future__ import annotations
 
 from sparsegpu.nx.graph import SparseGraph, from_networkx, to_networkx
-from sparsegpu.nx.interface import FUNCTIONS, BackendInterface, backend_interface, get_info
+from sparsegpu.nx.interface import (
+           FUNCTIONS,
+           BackendInterface,
+           backend_interface,
+           get_info,
+)
 
 __all__ = ["FUNCTIONS", "BackendInterface", "SparseGraph", "backend_interface", "from_networkx", "get_info",
            "to_networkx"]

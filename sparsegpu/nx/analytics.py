@@ -17,11 +17,21 @@ import numpy as np
 from sparsegpu._backend import to_host
 from sparsegpu.csgraph import (
     PowerIterationFailedConvergence,
-    betweenness_centrality as csgraph_betweenness,
-    core_number as csgraph_core_number,
     jaccard,
+)
+from sparsegpu.csgraph import (
+    betweenness_centrality as csgraph_betweenness,
+)
+from sparsegpu.csgraph import (
+    core_number as csgraph_core_number,
+)
+from sparsegpu.csgraph import (
     louvain_communities as csgraph_louvain,
+)
+from sparsegpu.csgraph import (
     pagerank as csgraph_pagerank,
+)
+from sparsegpu.csgraph import (
     triangles as csgraph_triangles,
 )
 from sparsegpu.nx.graph import SparseGraph
@@ -51,7 +61,39 @@ def _array(G: SparseGraph, values: dict | None) -> np.ndarray | None:
 def pagerank(G: SparseGraph, alpha: float = 0.85, personalization: dict | None = None, max_iter: int = 100,
              tol: float = 1.0e-6, nstart: dict | None = None, weight: str | None = "weight",
              dangling: dict | None = None) -> dict:
-    """PageRank of every node, as :func:`networkx.pagerank` (an undirected edge counts both ways)."""
+    """PageRank of every node, as :func:`networkx.pagerank` (an undirected edge counts both ways).
+
+    Parameters
+    ----------
+    G : SparseGraph
+        Converted with ``weight``'s attribute.
+    alpha, max_iter, tol : optional
+        As NetworkX's.
+    personalization, nstart, dangling : dict, optional
+        Node to value; a node the dict omits gets 0.
+    weight : str or None, optional
+        The edge attribute (default "weight"); None weighs every edge 1.
+
+    Returns
+    -------
+    dict
+        Node to float.
+
+    Raises
+    ------
+    PowerIterationFailedConvergence
+        No convergence within ``max_iter`` iterations (NetworkX's exception).
+    ZeroDivisionError
+        ``personalization`` is all 0, as NetworkX.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from sparsegpu.nx import backend_interface as sg, from_networkx
+    >>> ranks = sg.pagerank(from_networkx(nx.DiGraph([(0, 1), (1, 2), (2, 0)]), backend="cpu"), weight=None)
+    >>> [round(r, 4) for r in ranks.values()]
+    [0.3333, 0.3333, 0.3333]
+    """
     nx = _networkx()
     if len(G) == 0:
         return {}
@@ -77,7 +119,37 @@ def _random_state(seed: Any) -> Any:
 
 def betweenness_centrality(G: SparseGraph, k: int | None = None, normalized: bool = True,
                            weight: str | None = None, endpoints: bool = False, seed: Any = None) -> dict:
-    """Shortest-path betweenness of every node, as :func:`networkx.betweenness_centrality`."""
+    """Shortest-path betweenness of every node, as :func:`networkx.betweenness_centrality`.
+
+    Parameters
+    ----------
+    G : SparseGraph
+    k, normalized, endpoints : optional
+        As NetworkX's.
+    weight : str or None, optional
+        The edge attribute of the lengths, or None for hops (default).
+    seed : int, random.Random or None, optional
+        For ``k``: NetworkX's choice of sources for the same seed.
+
+    Returns
+    -------
+    dict
+        Node to float.
+
+    Raises
+    ------
+    ValueError
+        ``k`` negative or larger than the number of nodes.
+    ZeroDivisionError
+        ``k`` is 0, as NetworkX.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from sparsegpu.nx import backend_interface as sg, from_networkx
+    >>> sg.betweenness_centrality(from_networkx(nx.path_graph(3), backend="cpu"))
+    {0: 0.0, 1: 1.0, 2: 0.0}
+    """
     if k is not None and not 1 <= k <= len(G):
         if k == 0:  # NetworkX scales by n / k
             raise ZeroDivisionError("k is 0")
@@ -88,7 +160,33 @@ def betweenness_centrality(G: SparseGraph, k: int | None = None, normalized: boo
 
 
 def triangles(G: SparseGraph, nodes: Any = None) -> int | dict:
-    """Triangles through each node of an undirected graph, or through one node as an int."""
+    """Triangles through each node of an undirected graph, or through one node.
+
+    Parameters
+    ----------
+    G : SparseGraph
+        An undirected graph.
+    nodes : node or iterable of nodes, optional
+        One node (an int comes back) or nodes to count at (default all).
+
+    Returns
+    -------
+    dict or int
+        Node to int, or the count at the one node.
+
+    Raises
+    ------
+    NetworkXNotImplemented
+        ``G`` is directed.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from sparsegpu.nx import backend_interface as sg, from_networkx
+    >>> S = from_networkx(nx.complete_graph(4), backend="cpu")
+    >>> sg.triangles(S), sg.triangles(S, 0)
+    ({0: 3, 1: 3, 2: 3, 3: 3}, 3)
+    """
     if G.is_directed():
         raise _networkx().NetworkXNotImplemented("not implemented for directed type")
     if nodes is not None and nodes in G:
@@ -101,7 +199,30 @@ def triangles(G: SparseGraph, nodes: Any = None) -> int | dict:
 
 
 def core_number(G: SparseGraph) -> dict:
-    """The core number of every node, as :func:`networkx.core_number` (self loops refused)."""
+    """The core number of every node, as :func:`networkx.core_number`.
+
+    Parameters
+    ----------
+    G : SparseGraph
+        Directed (degree = in + out) or undirected, without self loops.
+
+    Returns
+    -------
+    dict
+        Node to int.
+
+    Raises
+    ------
+    NetworkXNotImplemented
+        ``G`` has self loops, as NetworkX.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from sparsegpu.nx import backend_interface as sg, from_networkx
+    >>> sg.core_number(from_networkx(nx.Graph([(0, 1), (1, 2), (0, 2), (2, 3)]), backend="cpu"))
+    {0: 2, 1: 2, 2: 2, 3: 1}
+    """
     rows = np.repeat(np.arange(len(G)), np.diff(G.indptr))
     if bool((rows == G.indices).any()):
         raise _networkx().NetworkXNotImplemented(
@@ -118,14 +239,69 @@ def _integer_seed(seed: Any) -> int | None:
 
 def louvain_communities(G: SparseGraph, weight: str | None = "weight", resolution: float = 1,
                         threshold: float = 1e-07, max_level: int | None = None, seed: Any = None) -> list[set]:
-    """Louvain communities as a list of node sets (parallel moves: NetworkX's modularity, not its sets)."""
+    """Louvain communities as node sets (parallel moves: NetworkX's modularity, not its sets).
+
+    Parameters
+    ----------
+    G : SparseGraph
+    weight : str or None, optional
+        The edge attribute (default "weight"); None weighs every edge 1.
+    resolution, threshold, max_level : optional
+        As NetworkX's.
+    seed : int, random.Random or None, optional
+        The same seed gives the same communities.
+
+    Returns
+    -------
+    list of set
+        A partition of the nodes, ordered by each community's first node.
+
+    Raises
+    ------
+    ValueError
+        Negative or non-finite weights; out-of-range parameters.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from sparsegpu.nx import backend_interface as sg, from_networkx
+    >>> G = nx.barbell_graph(4, 0)
+    >>> sg.louvain_communities(from_networkx(G, backend="cpu"), weight=None, seed=1)
+    [{0, 1, 2, 3}, {4, 5, 6, 7}]
+    """
     communities = csgraph_louvain(G.matrix(weight), weight is not None, resolution, threshold, max_level,
                                   _integer_seed(seed), directed=G.is_directed())
     return [set(G.labels(np.fromiter(part, np.int64, count=len(part)))) for part in communities]
 
 
 def jaccard_coefficient(G: SparseGraph, ebunch: Any = None) -> Iterator[tuple[Hashable, Hashable, float]]:
-    """``(u, v, |N(u) & N(v)| / |N(u) | N(v)|)`` for each pair of ``ebunch``, in order."""
+    """``(u, v, |N(u) & N(v)| / |N(u) | N(v)|)`` for each pair of ``ebunch``, in order.
+
+    Parameters
+    ----------
+    G : SparseGraph
+        An undirected graph.
+    ebunch : iterable of node pairs
+        The pairs (None, every non-edge, is left to NetworkX by ``can_run``).
+
+    Returns
+    -------
+    generator of tuple
+
+    Raises
+    ------
+    NetworkXNotImplemented
+        ``G`` is directed.
+    NodeNotFound
+        A node of ``ebunch`` is not in ``G``.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from sparsegpu.nx import backend_interface as sg, from_networkx
+    >>> list(sg.jaccard_coefficient(from_networkx(nx.path_graph(3), backend="cpu"), [(0, 2)]))
+    [(0, 2, 1.0)]
+    """
     nx = _networkx()
     if G.is_directed():
         raise nx.NetworkXNotImplemented("not implemented for directed type")

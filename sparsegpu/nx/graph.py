@@ -10,7 +10,7 @@ each edge both ways (a self loop once), as NetworkX's adjacency does.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterator
 from typing import Any
 
 import numpy as np
@@ -77,7 +77,7 @@ class SparseGraph:
         except TypeError:
             return False
 
-    def __iter__(self) -> Iterable:
+    def __iter__(self) -> Iterator:
         return iter(self.nodes)
 
     def is_directed(self) -> bool:

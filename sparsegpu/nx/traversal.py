@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from sparsegpu._backend import to_host
-from sparsegpu.csgraph import breadth_first_order, connected_components as csgraph_components, dijkstra
+from sparsegpu.csgraph import breadth_first_order, dijkstra
+from sparsegpu.csgraph import connected_components as csgraph_components
 from sparsegpu.nx.graph import SparseGraph
 
 
@@ -44,20 +45,89 @@ def _groups(G: SparseGraph, labels: Any) -> list[set]:
 
 
 def connected_components(G: SparseGraph) -> Iterator[set]:
-    """Sets of nodes, one per component, in the order of each component's first node in ``G``."""
+    """Sets of nodes, one per component, in the order of each component's first node in ``G``.
+
+    Parameters
+    ----------
+    G : SparseGraph
+        An undirected graph.
+
+    Returns
+    -------
+    generator of set
+        The components, as :func:`networkx.connected_components` yields them.
+
+    Raises
+    ------
+    NetworkXNotImplemented
+        ``G`` is directed.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from sparsegpu.nx import backend_interface as sg, from_networkx
+    >>> list(sg.connected_components(from_networkx(nx.Graph([(1, 2), ("a", "a")]), backend="cpu")))
+    [{1, 2}, {'a'}]
+    """
     _not_for_directed(G)
     _, labels = csgraph_components(G.matrix(), directed=False)
     yield from _groups(G, labels)
 
 
 def number_connected_components(G: SparseGraph) -> int:
-    """The number of connected components of an undirected graph."""
+    """The number of connected components of an undirected graph.
+
+    Parameters
+    ----------
+    G : SparseGraph
+        An undirected graph.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    NetworkXNotImplemented
+        ``G`` is directed.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from sparsegpu.nx import backend_interface as sg, from_networkx
+    >>> sg.number_connected_components(from_networkx(nx.Graph([(1, 2), (3, 4)]), backend="cpu"))
+    2
+    """
     _not_for_directed(G)
     return int(csgraph_components(G.matrix(), directed=False, return_labels=False))
 
 
 def is_connected(G: SparseGraph) -> bool:
-    """Whether an undirected graph is connected (NetworkX refuses the null graph)."""
+    """Whether an undirected graph is connected.
+
+    Parameters
+    ----------
+    G : SparseGraph
+        An undirected graph.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    NetworkXNotImplemented
+        ``G`` is directed.
+    NetworkXPointlessConcept
+        ``G`` has no node (as NetworkX).
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from sparsegpu.nx import backend_interface as sg, from_networkx
+    >>> sg.is_connected(from_networkx(nx.path_graph(3), backend="cpu"))
+    True
+    """
     _not_for_directed(G)
     if len(G) == 0:
         raise _networkx().NetworkXPointlessConcept("Connectivity is undefined for the null graph.")
@@ -65,7 +135,29 @@ def is_connected(G: SparseGraph) -> bool:
 
 
 def strongly_connected_components(G: SparseGraph) -> Iterator[set]:
-    """Sets of nodes, one per strongly connected component of a directed graph."""
+    """Sets of nodes, one per strongly connected component, by first node in ``G``.
+
+    Parameters
+    ----------
+    G : SparseGraph
+        A directed graph.
+
+    Returns
+    -------
+    generator of set
+
+    Raises
+    ------
+    NetworkXNotImplemented
+        ``G`` is undirected.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from sparsegpu.nx import backend_interface as sg, from_networkx
+    >>> list(sg.strongly_connected_components(from_networkx(nx.DiGraph([(0, 1), (1, 0), (1, 2)]), backend="cpu")))
+    [{0, 1}, {2}]
+    """
     _not_for_undirected(G)
     _, labels = csgraph_components(G.matrix(), directed=True, connection="strong")
     yield from _groups(G, labels)
@@ -95,7 +187,37 @@ def _by_distance(dist: np.ndarray, cutoff: float = np.inf) -> np.ndarray:
 
 def bfs_edges(G: SparseGraph, source: Hashable, reverse: bool = False, depth_limit: int | None = None,
               sort_neighbors: Any = None) -> Iterator[tuple]:
-    """Tree edges ``(parent, child)`` of a breadth-first search from ``source``, level by level."""
+    """Tree edges ``(parent, child)`` of a breadth-first search from ``source``, level by level.
+
+    Parameters
+    ----------
+    G : SparseGraph
+    source : node
+        Where the search starts.
+    reverse : bool, optional
+        Follow a directed graph's edges backwards (default False).
+    depth_limit : int, optional
+        The deepest level to reach (default: no limit).
+    sort_neighbors : None
+        Not supported (``can_run`` refuses it).
+
+    Returns
+    -------
+    generator of tuple
+        One edge per reached node but ``source``, levels in order.
+
+    Raises
+    ------
+    NetworkXError
+        ``source`` is not in ``G``.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from sparsegpu.nx import backend_interface as sg, from_networkx
+    >>> list(sg.bfs_edges(from_networkx(nx.path_graph(4), backend="cpu"), 1))
+    [(1, 0), (1, 2), (2, 3)]
+    """
     start = _source(G, source, "NetworkXError")
     transpose = bool(reverse) and G.is_directed()
     order, preds = breadth_first_order(G.matrix(transpose=transpose), start, directed=True)
@@ -108,7 +230,31 @@ def bfs_edges(G: SparseGraph, source: Hashable, reverse: bool = False, depth_lim
 
 
 def bfs_layers(G: SparseGraph, sources: Any) -> Iterator[list]:
-    """Lists of nodes at distance 0, 1, 2, ... from ``sources`` (a node or an iterable of nodes)."""
+    """Lists of nodes at distance 0, 1, 2, ... from ``sources``.
+
+    Parameters
+    ----------
+    G : SparseGraph
+    sources : node or iterable of nodes
+        Where the search starts.
+
+    Returns
+    -------
+    generator of list
+        The layers, each in node order of ``G``.
+
+    Raises
+    ------
+    NetworkXError
+        A source is not in ``G``.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from sparsegpu.nx import backend_interface as sg, from_networkx
+    >>> list(sg.bfs_layers(from_networkx(nx.path_graph(4), backend="cpu"), [0, 3]))
+    [[0, 3], [1, 2]]
+    """
     if sources in G:
         sources = [sources]
     vertices = []
@@ -128,7 +274,30 @@ def bfs_layers(G: SparseGraph, sources: Any) -> Iterator[list]:
 
 
 def descendants_at_distance(G: SparseGraph, source: Hashable, distance: int) -> set:
-    """The nodes at exactly ``distance`` hops from ``source``."""
+    """The nodes at exactly ``distance`` hops from ``source``.
+
+    Parameters
+    ----------
+    G : SparseGraph
+    source : node
+    distance : int
+
+    Returns
+    -------
+    set
+
+    Raises
+    ------
+    NetworkXError
+        ``source`` is not in ``G``.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from sparsegpu.nx import backend_interface as sg, from_networkx
+    >>> sg.descendants_at_distance(from_networkx(nx.path_graph(4), backend="cpu"), 0, 2)
+    {2}
+    """
     start = _source(G, source, "NetworkXError")
     if distance < 0:
         return set()
@@ -137,7 +306,32 @@ def descendants_at_distance(G: SparseGraph, source: Hashable, distance: int) -> 
 
 
 def single_source_shortest_path_length(G: SparseGraph, source: Hashable, cutoff: int | None = None) -> dict:
-    """Hop counts from ``source`` to every node within ``cutoff`` hops, as ints."""
+    """Hop counts from ``source`` to every node within ``cutoff`` hops.
+
+    Parameters
+    ----------
+    G : SparseGraph
+    source : node
+    cutoff : int, optional
+        The most hops (default: no limit).
+
+    Returns
+    -------
+    dict
+        Node to int, for every reached node.
+
+    Raises
+    ------
+    NodeNotFound
+        ``source`` is not in ``G``.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from sparsegpu.nx import backend_interface as sg, from_networkx
+    >>> sg.single_source_shortest_path_length(from_networkx(nx.path_graph(4), backend="cpu"), 0, cutoff=2)
+    {0: 0, 1: 1, 2: 2}
+    """
     start = _source(G, source)
     limit = np.inf if cutoff is None else cutoff
     dist = _distances(G, start, limit=limit)
@@ -147,7 +341,38 @@ def single_source_shortest_path_length(G: SparseGraph, source: Hashable, cutoff:
 
 def single_source_dijkstra_path_length(G: SparseGraph, source: Hashable, cutoff: float | None = None,
                                        weight: str | None = "weight") -> dict:
-    """Weighted distances from ``source`` (missing weights count 1), ints when the weights are."""
+    """Weighted distances from ``source`` (missing weights count 1).
+
+    Parameters
+    ----------
+    G : SparseGraph
+        Converted with ``weight``'s attribute.
+    source : node
+    cutoff : float, optional
+        The longest distance kept (default: no limit).
+    weight : str or None, optional
+        The edge attribute (default "weight"); None counts hops.
+
+    Returns
+    -------
+    dict
+        Node to distance: ints where every weight is an int, floats otherwise.
+
+    Raises
+    ------
+    NodeNotFound
+        ``source`` is not in ``G``.
+    ValueError
+        A negative weight.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from sparsegpu.nx import backend_interface as sg, from_networkx
+    >>> S = from_networkx(nx.Graph([(0, 1, {"w": 2}), (1, 2, {"w": 3})]), edge_attrs={"w": 1}, backend="cpu")
+    >>> sg.single_source_dijkstra_path_length(S, 0, weight="w")
+    {0: 0, 1: 2, 2: 5}
+    """
     start = _source(G, source)
     limit = np.inf if cutoff is None else cutoff
     dist = _distances(G, start, weight=weight, limit=limit)
