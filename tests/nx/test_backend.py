@@ -13,6 +13,7 @@ import inspect
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -337,7 +338,7 @@ def test_networkx_is_imported_only_by_the_backend():
             assert not any(n.split(".")[0] == "networkx" for n in names), path
 
 
-def _run(script, tmp_path, entry_point=True):
+def _run(script, tmp_path, entry_point=True, extra_env=None):
     """Run ``script`` in a fresh interpreter; with ``entry_point``, NetworkX sees the backend."""
     paths = [str(ROOT)]
     if entry_point:
@@ -347,9 +348,9 @@ def _run(script, tmp_path, entry_point=True):
         (info / "entry_points.txt").write_text("[networkx.backends]\nsparsegpu = sparsegpu.nx:backend_interface\n\n"
                                                "[networkx.backend_info]\nsparsegpu = sparsegpu.nx:get_info\n")
         paths.insert(0, str(tmp_path))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "SPARSEGPU_BACKEND": "cpu"}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "SPARSEGPU_BACKEND": "cpu", **(extra_env or {})}
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env, capture_output=True, text=True,
-                          timeout=120, check=False)
+                          timeout=600, check=False)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -396,3 +397,30 @@ def test_dispatch_through_the_entry_point_converts_once(tmp_path):
     """, tmp_path)
     assert result == {"pagerank": True, "after_two_calls": 1, "generator": True, "after_a_change": 2,
                       "fallback": 3, "installed": True}
+
+
+NETWORKX_SUITE = [f"networkx.algorithms.{m}" for m in (
+    "link_analysis.tests.test_pagerank", "components.tests.test_connected", "components.tests.test_strongly_connected",
+    "traversal.tests.test_bfs", "shortest_paths.tests.test_unweighted", "shortest_paths.tests.test_weighted",
+    "tests.test_cluster", "tests.test_core", "centrality.tests.test_betweenness_centrality",
+    "community.tests.test_louvain", "tests.test_link_prediction")]
+#: The failures docs/networkx.md lists and explains (NetworkX's exact Louvain sets, SCC order).
+KNOWN_FAILURES = ("test_condensation_mapping_and_members", "test_karate_club_partition", "test_undirected_selfloops",
+                  "test_directed_partition", "test_none_weight_param", "test_max_level",
+                  "(test_louvain and test_multigraph)")
+
+
+def test_networkx_own_suite_passes_with_this_backend(tmp_path):
+    pytest.importorskip("networkx.algorithms.tests.test_core")  # NetworkX's tests ship with its wheel
+    script = f"""
+        import json, subprocess, sys
+        args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs", *{NETWORKX_SUITE!r},
+                "-k", {" and ".join(f"not {name}" for name in KNOWN_FAILURES)!r}]
+        done = subprocess.run(args, capture_output=True, text=True, check=False)
+        print(json.dumps({{"rc": done.returncode, "tail": done.stdout[-3000:]}}))
+    """
+    env = {"NETWORKX_TEST_BACKEND": "sparsegpu", "NETWORKX_FALLBACK_TO_NX": "True"}
+    result = _run(script, tmp_path, extra_env=env)
+    assert result["rc"] == 0, result["tail"]
+    passed = re.search(r"(\d+) passed", result["tail"])
+    assert passed and int(passed.group(1)) >= 400 and "xfailed" not in result["tail"], result["tail"]
