@@ -26,6 +26,12 @@ from sparsegpu.csgraph import (
     core_number as csgraph_core_number,
 )
 from sparsegpu.csgraph import (
+    eigenvector_centrality as csgraph_eigenvector,
+)
+from sparsegpu.csgraph import (
+    katz_centrality as csgraph_katz,
+)
+from sparsegpu.csgraph import (
     louvain_communities as csgraph_louvain,
 )
 from sparsegpu.csgraph import (
@@ -318,3 +324,116 @@ def jaccard_coefficient(G: SparseGraph, ebunch: Any = None) -> Iterator[tuple[Ha
         return iter(())
     values = to_host(jaccard(G.matrix(), np.array(vertices, dtype=np.int64))).tolist()
     return ((u, v, p) for (u, v), p in zip(pairs, values))
+
+
+def _beta(G: SparseGraph, beta: Any) -> Any:
+    if not isinstance(beta, dict):
+        try:
+            return float(beta)
+        except (TypeError, ValueError) as error:
+            raise _networkx().NetworkXError("beta must be a number") from error
+    if any(node not in beta for node in G.nodes):
+        raise _networkx().NetworkXError("beta dictionary must have a value for every node")
+    return _array(G, beta)
+
+
+def katz_centrality(G: SparseGraph, alpha: float = 0.1, beta: Any = 1.0, max_iter: int = 1000, tol: float = 1.0e-6,
+                    nstart: dict | None = None, normalized: bool = True, weight: str | None = None) -> dict:
+    """Katz centrality of every node, as :func:`networkx.katz_centrality`.
+
+    Parameters
+    ----------
+    G : SparseGraph
+        Converted with ``weight``'s attribute.
+    alpha, max_iter, tol, normalized : optional
+        As NetworkX's.
+    beta : float or dict, optional
+        One value, or a value for every node (default 1).
+    nstart : dict, optional
+        Node to starting value; a node the dict omits starts at 0.
+    weight : str or None, optional
+        The edge attribute, or None for weight 1 (default).
+
+    Returns
+    -------
+    dict
+        Node to float.
+
+    Raises
+    ------
+    NetworkXError
+        ``beta`` not a number, or a dict without a value for some node.
+    PowerIterationFailedConvergence
+        No convergence within ``max_iter`` iterations (NetworkX's exception).
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from sparsegpu.nx import backend_interface as sg, from_networkx
+    >>> katz = sg.katz_centrality(from_networkx(nx.path_graph(3), backend="cpu"))
+    >>> [round(v, 4) for v in katz.values()]
+    [0.5599, 0.6108, 0.5599]
+    """
+    if len(G) == 0:
+        return {}
+    if max_iter < 1:
+        raise _networkx().PowerIterationFailedConvergence(max_iter)
+    b = _beta(G, beta)
+    try:
+        values = csgraph_katz(G.matrix(weight), alpha, b, max_iter, tol, _array(G, nstart), normalized,
+                              weight is not None, directed=True)
+    except PowerIterationFailedConvergence as error:
+        raise _networkx().PowerIterationFailedConvergence(max_iter) from error
+    return _by_node(G, values)
+
+
+def eigenvector_centrality(G: SparseGraph, max_iter: int = 100, tol: float = 1.0e-6, nstart: dict | None = None,
+                           weight: str | None = None) -> dict:
+    """Eigenvector centrality of every node, as :func:`networkx.eigenvector_centrality`.
+
+    Parameters
+    ----------
+    G : SparseGraph
+        Converted with ``weight``'s attribute.
+    max_iter, tol : optional
+        As NetworkX's.
+    nstart : dict, optional
+        Node to starting value; a node the dict omits starts at 0.
+    weight : str or None, optional
+        The edge attribute, or None for weight 1 (default).
+
+    Returns
+    -------
+    dict
+        Node to float (a directed graph's in-edges count, as NetworkX).
+
+    Raises
+    ------
+    NetworkXPointlessConcept
+        ``G`` has no node.
+    NetworkXError
+        ``nstart`` is all 0.
+    PowerIterationFailedConvergence
+        No convergence within ``max_iter`` iterations (NetworkX's exception).
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from sparsegpu.nx import backend_interface as sg, from_networkx
+    >>> centrality = sg.eigenvector_centrality(from_networkx(nx.path_graph(3), backend="cpu"))
+    >>> [round(v, 4) for v in centrality.values()]
+    [0.5, 0.7071, 0.5]
+    """
+    nx = _networkx()
+    if len(G) == 0:
+        raise nx.NetworkXPointlessConcept("cannot compute centrality for the null graph")
+    if max_iter < 1:
+        raise nx.PowerIterationFailedConvergence(max_iter)
+    start = _array(G, nstart)
+    if start is not None and not start.any():
+        raise nx.NetworkXError("initial vector cannot have all zero values")
+    try:
+        values = csgraph_eigenvector(G.matrix(weight), max_iter, tol, start, weight is not None, directed=True)
+    except PowerIterationFailedConvergence as error:
+        raise nx.PowerIterationFailedConvergence(max_iter) from error
+    return _by_node(G, values)

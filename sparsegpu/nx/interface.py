@@ -19,11 +19,12 @@ from sparsegpu.nx.graph import BACKEND_NAME, SparseGraph, from_networkx, to_netw
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     name: getattr(module, name)
     for module, names in (
-        (analytics, ("pagerank", "betweenness_centrality", "triangles", "core_number", "louvain_communities",
+        (analytics, ("pagerank", "katz_centrality", "eigenvector_centrality", "betweenness_centrality", "triangles", "core_number", "louvain_communities",
                      "jaccard_coefficient")),
         (traversal, ("connected_components", "number_connected_components", "is_connected",
                      "strongly_connected_components", "bfs_edges", "bfs_layers", "descendants_at_distance",
-                     "single_source_shortest_path_length", "single_source_dijkstra_path_length")),
+                     "single_source_shortest_path_length", "single_source_dijkstra_path_length",
+                     "shortest_path_length")),
     )
     for name in names
 }
@@ -68,6 +69,9 @@ def _argument_refusal(name: str, arguments: dict[str, Any]) -> str | None:
         nodes = arguments["nodes"]
         if not isinstance(nodes, Hashable) and not hasattr(nodes, "__iter__"):
             return "nodes is neither a node nor an iterable"
+    if name == "shortest_path_length" and (arguments.get("source") is None or arguments.get("target") is not None
+                                           or arguments.get("method") not in ("dijkstra", "bfs")):
+        return "only one source, no target and method 'dijkstra'"
     for key in ("personalization", "nstart", "dangling"):
         if arguments.get(key) is not None and not isinstance(arguments[key], dict):
             return f"{key} is not a dict"

@@ -385,3 +385,46 @@ def single_source_dijkstra_path_length(G: SparseGraph, source: Hashable, cutoff:
     result = dict(zip(G.labels(reached), lengths))
     result[source] = 0
     return result
+
+
+def shortest_path_length(G: SparseGraph, source: Hashable = None, target: Hashable = None, weight: str | None = None,
+                         method: str = "dijkstra") -> dict:
+    """Lengths from one ``source`` to every reached node, as :func:`networkx.shortest_path_length`.
+
+    Parameters
+    ----------
+    G : SparseGraph
+        Converted with ``weight``'s attribute.
+    source : node
+        The one source (all pairs are left to NetworkX by ``can_run``).
+    target : None
+        Not supported here (``can_run`` refuses it).
+    weight : str or None, optional
+        The edge attribute, or None for hops (default).
+    method : {"dijkstra"}, optional
+        NetworkX's default; "bellman-ford" is left to NetworkX.
+
+    Returns
+    -------
+    dict
+        Node to length: ints for hops or integer weights, floats otherwise.
+
+    Raises
+    ------
+    NodeNotFound
+        ``source`` is not in ``G``.
+    NotImplementedError
+        No ``source``, a ``target``, or another ``method``.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from sparsegpu.nx import backend_interface as sg, from_networkx
+    >>> sg.shortest_path_length(from_networkx(nx.path_graph(3), backend="cpu"), 0)
+    {0: 0, 1: 1, 2: 2}
+    """
+    if source is None or target is not None or method not in ("dijkstra", "bfs"):
+        raise NotImplementedError("sparsegpu takes shortest_path_length from one source to every node")
+    if weight is None:
+        return single_source_shortest_path_length(G, source)
+    return single_source_dijkstra_path_length(G, source, weight=weight)

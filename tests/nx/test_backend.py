@@ -403,7 +403,8 @@ NETWORKX_SUITE = [f"networkx.algorithms.{m}" for m in (
     "link_analysis.tests.test_pagerank", "components.tests.test_connected", "components.tests.test_strongly_connected",
     "traversal.tests.test_bfs", "shortest_paths.tests.test_unweighted", "shortest_paths.tests.test_weighted",
     "tests.test_cluster", "tests.test_core", "centrality.tests.test_betweenness_centrality",
-    "community.tests.test_louvain", "tests.test_link_prediction")]
+    "community.tests.test_louvain", "tests.test_link_prediction", "centrality.tests.test_katz_centrality",
+    "centrality.tests.test_eigenvector_centrality", "shortest_paths.tests.test_generic")]
 #: The failures docs/networkx.md lists and explains (NetworkX's exact Louvain sets, SCC order).
 KNOWN_FAILURES = ("test_condensation_mapping_and_members", "test_karate_club_partition", "test_undirected_selfloops",
                   "test_directed_partition", "test_none_weight_param", "test_max_level",
@@ -424,3 +425,45 @@ def test_networkx_own_suite_passes_with_this_backend(tmp_path):
     assert result["rc"] == 0, result["tail"]
     passed = re.search(r"(\d+) passed", result["tail"])
     assert passed and int(passed.group(1)) >= 400 and "xfailed" not in result["tail"], result["tail"]
+
+
+def test_katz_and_eigenvector_centrality_match_networkx(graphs, rng, backend):
+    for G in graphs.values():
+        weight = weight_of(G)
+        S = convert(G, weight, backend=backend)
+        # Katz converges for alpha below 1 / spectral radius, which the largest degree bounds.
+        alpha = 0.5 / max(1, max(d for _, d in G.degree()))
+        weighted_alpha = 0.5 / max(1, max(d for _, d in G.degree(weight=weight)))
+        assert_close_dicts(sg_katz(S, alpha=alpha), nx.katz_centrality(G, alpha=alpha), 1e-6)
+        assert_close_dicts(sg_katz(S, alpha=weighted_alpha, weight=weight, normalized=False),
+                           nx.katz_centrality(G, alpha=weighted_alpha, weight=weight, normalized=False), 1e-6)
+        beta = {node: float(rng.uniform(0.5, 2)) for node in G}
+        assert_close_dicts(sg_katz(S, alpha=alpha, beta=beta), nx.katz_centrality(G, alpha=alpha, beta=beta), 1e-6)
+        if nx.is_strongly_connected(G) if G.is_directed() else nx.is_connected(G):
+            ours = backend_interface.eigenvector_centrality(S, max_iter=2000, weight=weight)
+            assert_close_dicts(ours, nx.eigenvector_centrality(G, max_iter=2000, weight=weight), 1e-4)
+    with pytest.raises(nx.NetworkXError):
+        sg_katz(convert(nx.path_graph(3)), beta={0: 1})
+    with pytest.raises(nx.NetworkXPointlessConcept):
+        backend_interface.eigenvector_centrality(convert(nx.Graph()))
+    with pytest.raises(nx.PowerIterationFailedConvergence):
+        backend_interface.eigenvector_centrality(convert(nx.karate_club_graph()), max_iter=1)
+
+
+def sg_katz(S, **kwargs):
+    return backend_interface.katz_centrality(S, **kwargs)
+
+
+def test_shortest_path_length_from_one_source(graphs, rng):
+    for name, G in graphs.items():
+        weight = weight_of(G)
+        S = convert(G, weight)
+        source = list(G)[int(rng.integers(len(G)))]
+        assert backend_interface.shortest_path_length(S, source) == nx.shortest_path_length(G, source), name
+        assert_close_dicts(backend_interface.shortest_path_length(S, source, weight=weight),
+                           nx.shortest_path_length(G, source, weight=weight))
+    path = nx.path_graph(4)
+    assert isinstance(backend_interface.can_run("shortest_path_length", (path,), {}), str)
+    assert isinstance(backend_interface.can_run("shortest_path_length", (path, 0, 3), {}), str)
+    assert isinstance(backend_interface.can_run("shortest_path_length", (path, 0), {"method": "bellman-ford"}), str)
+    assert backend_interface.can_run("shortest_path_length", (path, 0), {}) is True
