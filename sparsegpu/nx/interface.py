@@ -19,12 +19,12 @@ from sparsegpu.nx.graph import BACKEND_NAME, SparseGraph, from_networkx, to_netw
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     name: getattr(module, name)
     for module, names in (
-        (analytics, ("pagerank", "katz_centrality", "eigenvector_centrality", "betweenness_centrality", "triangles", "core_number", "louvain_communities",
-                     "jaccard_coefficient")),
+        (analytics, ("pagerank", "katz_centrality", "eigenvector_centrality", "betweenness_centrality",
+                     "triangles", "core_number", "louvain_communities", "jaccard_coefficient")),
         (traversal, ("connected_components", "number_connected_components", "is_connected",
-                     "strongly_connected_components", "bfs_edges", "bfs_layers", "descendants_at_distance",
-                     "single_source_shortest_path_length", "single_source_dijkstra_path_length",
-                     "shortest_path_length")),
+                     "strongly_connected_components", "bfs_edges", "bfs_tree", "bfs_layers",
+                     "descendants_at_distance", "single_source_shortest_path_length",
+                     "single_source_dijkstra_path_length", "shortest_path_length")),
     )
     for name in names
 }
@@ -63,7 +63,7 @@ def _graph_refusal(name: str, G: Any) -> str | None:
 def _argument_refusal(name: str, arguments: dict[str, Any]) -> str | None:
     if callable(arguments.get("weight")):
         return "weight given as a function"
-    if name == "bfs_edges" and arguments.get("sort_neighbors") is not None:
+    if name in ("bfs_edges", "bfs_tree") and arguments.get("sort_neighbors") is not None:
         return "sort_neighbors is not supported"
     if name == "jaccard_coefficient" and arguments.get("ebunch") is None:
         return "ebunch=None asks for every non-edge (N^2 pairs); NetworkX's generator is as fast"

@@ -428,3 +428,43 @@ def shortest_path_length(G: SparseGraph, source: Hashable = None, target: Hashab
     if weight is None:
         return single_source_shortest_path_length(G, source)
     return single_source_dijkstra_path_length(G, source, weight=weight)
+
+
+def bfs_tree(G: SparseGraph, source: Hashable, reverse: bool = False, depth_limit: int | None = None,
+             sort_neighbors: Any = None) -> Any:
+    """The breadth-first tree from ``source`` as a ``networkx.DiGraph``, edges of :func:`bfs_edges`.
+
+    Parameters
+    ----------
+    G : SparseGraph
+    source : node
+        Where the search starts.
+    reverse : bool, optional
+        Follow a directed graph's edges backwards (default False).
+    depth_limit : int, optional
+        The deepest level to reach (default: no limit).
+    sort_neighbors : None
+        Not supported (``can_run`` refuses it).
+
+    Returns
+    -------
+    networkx.DiGraph
+        ``source`` and every reached node, an edge from each node's parent.
+
+    Raises
+    ------
+    NetworkXError
+        ``source`` is not in ``G``.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from sparsegpu.nx import backend_interface as sg, from_networkx
+    >>> list(sg.bfs_tree(from_networkx(nx.path_graph(3), backend="cpu"), 1).edges())
+    [(1, 0), (1, 2)]
+    """
+    edges = list(bfs_edges(G, source, reverse, depth_limit))
+    T = _networkx().DiGraph()
+    T.add_node(source)
+    T.add_edges_from(edges)
+    return T

@@ -145,6 +145,9 @@ def test_bfs_edges_form_a_breadth_first_tree(graphs, rng, backend):
         _check_bfs_tree(G, source, edges)
         _check_bfs_tree(G, source, list(backend_interface.bfs_edges(S, source, depth_limit=2)), depth_limit=2)
         _check_bfs_tree(G, source, list(backend_interface.bfs_edges(S, source, reverse=True)), reverse=True)
+        tree = backend_interface.bfs_tree(S, source, depth_limit=3)
+        assert type(tree) is nx.DiGraph and source in tree
+        _check_bfs_tree(G, source, list(tree.edges()), depth_limit=3)
     with pytest.raises(nx.NetworkXError):
         list(backend_interface.bfs_edges(convert(nx.path_graph(3)), "absent"))
 
