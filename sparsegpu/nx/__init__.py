@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from sparsegpu.nx.graph import SparseGraph, from_networkx, to_networkx
 from sparsegpu.nx.interface import (
-           FUNCTIONS,
-           BackendInterface,
-           backend_interface,
-           get_info,
+    FUNCTIONS,
+    BackendInterface,
+    backend_interface,
+    get_info,
 )
 
 __all__ = ["FUNCTIONS", "BackendInterface", "SparseGraph", "backend_interface", "from_networkx", "get_info",

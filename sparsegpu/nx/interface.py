@@ -12,9 +12,10 @@ import inspect
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from _sparsegpu_nx_info import FUNCTION_NAMES, get_info  # noqa: F401  (re-exported)
 from sparsegpu._backend import backend as default_backend
 from sparsegpu.nx import analytics, traversal
-from sparsegpu.nx.graph import BACKEND_NAME, SparseGraph, from_networkx, to_networkx
+from sparsegpu.nx.graph import SparseGraph, from_networkx, to_networkx
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     name: getattr(module, name)
@@ -143,22 +144,3 @@ for _name, _function in FUNCTIONS.items():
     setattr(BackendInterface, _name, staticmethod(_function))
 
 backend_interface = BackendInterface()
-
-
-def get_info() -> dict[str, Any]:
-    """The backend's description for the ``networkx.backend_info`` entry point.
-
-    Examples
-    --------
-    >>> from sparsegpu.nx import get_info
-    >>> get_info()["backend_name"], "pagerank" in get_info()["functions"]
-    ('sparsegpu', True)
-    """
-    return {
-        "backend_name": BACKEND_NAME,
-        "project": "sparsegpu",
-        "package": "sparsegpu",
-        "url": "https://github.com/sparsegpu/sparsegpu",
-        "short_summary": "Sparse-matrix graph algorithms on NVIDIA GPUs (CPU fallback through SciPy).",
-        "functions": {name: {} for name in sorted(FUNCTIONS)},
-    }

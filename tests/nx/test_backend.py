@@ -349,7 +349,7 @@ def _run(script, tmp_path, entry_point=True, extra_env=None):
         info.mkdir()
         (info / "METADATA").write_text("Metadata-Version: 2.1\nName: sparsegpu-nx-entry-points\nVersion: 0\n")
         (info / "entry_points.txt").write_text("[networkx.backends]\nsparsegpu = sparsegpu.nx:backend_interface\n\n"
-                                               "[networkx.backend_info]\nsparsegpu = sparsegpu.nx:get_info\n")
+                                               "[networkx.backend_info]\nsparsegpu = _sparsegpu_nx_info:get_info\n")
         paths.insert(0, str(tmp_path))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "SPARSEGPU_BACKEND": "cpu", **(extra_env or {})}
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env, capture_output=True, text=True,
@@ -470,3 +470,14 @@ def test_shortest_path_length_from_one_source(graphs, rng):
     assert isinstance(backend_interface.can_run("shortest_path_length", (path, 0, 3), {}), str)
     assert isinstance(backend_interface.can_run("shortest_path_length", (path, 0), {"method": "bellman-ford"}), str)
     assert backend_interface.can_run("shortest_path_length", (path, 0), {}) is True
+
+
+def test_backend_info_lists_the_dispatched_functions_without_importing_sparsegpu():
+    import _sparsegpu_nx_info
+    from sparsegpu.nx.interface import FUNCTIONS
+
+    assert set(_sparsegpu_nx_info.FUNCTION_NAMES) == set(FUNCTIONS)
+    code = "import sys, _sparsegpu_nx_info; _sparsegpu_nx_info.get_info(); print('sparsegpu' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2]).stdout
+    assert out.strip() == "False"
