@@ -298,6 +298,19 @@ def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int
     return value
 
 
+def check_real_finite(name: str, value: Any, *, minimum: float | None = None) -> float:
+    """``value`` as a float if it is a real, finite number (at least ``minimum`` when given)."""
+    value = check_number(name, value)
+    if isinstance(value, (complex, np.complexfloating)):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
 def check_positive_finite(name: str, value: Any, *, allow_none: bool = False) -> float | None:
     """``value`` as a float if it is a real number, positive and finite (or None when allowed)."""
     if value is None and allow_none:

@@ -128,7 +128,7 @@ def pagerank(csgraph: Any, alpha: float = 0.85, personalization: Any = None, max
     >>> np.round(pagerank(A, personalization=[1, 0, 0], backend="cpu"), 4).tolist()
     [0.4522, 0.1922, 0.3556]
     """
-    alpha = _real("alpha", alpha)
+    alpha = _validate.check_real_finite("alpha", alpha)
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     max_iter, tol, check_every = _iteration_limits(max_iter, tol, check_every)
@@ -217,13 +217,13 @@ def katz_centrality(csgraph: Any, alpha: float = 0.1, beta: Any = 1.0, max_iter:
     >>> np.round(katz_centrality(path, 1 / phi - 0.01, backend="cpu"), 2).tolist()
     [0.37, 0.6, 0.6, 0.37]
     """
-    alpha = _real("alpha", alpha)
+    alpha = _validate.check_real_finite("alpha", alpha)
     max_iter, tol, check_every = _iteration_limits(max_iter, tol, check_every)
     normalized = _validate.check_bool("normalized", normalized)
     weighted, directed = _weight(weight), _validate.check_bool("directed", directed)
     graph = as_graph(csgraph, backend).oriented(directed)
     n = graph.n
-    b = _real("beta", beta) if _is_scalar(beta) else _vector("beta", beta, n)
+    b = _validate.check_real_finite("beta", beta) if _is_scalar(beta) else _vector("beta", beta, n)
     x0 = _vector("nstart", nstart, n)
     if weighted:
         graph.check_weights("katz_centrality")
@@ -422,19 +422,9 @@ def _check_transition_weights(graph: Graph) -> None:
                          "probabilities once normalised, so they must be >= 0")
 
 
-def _real(name: str, value: Any) -> float:
-    value = _validate.check_number(name, value)
-    if isinstance(value, (complex, np.complexfloating)):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    value = float(value)
-    if not np.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
-    return value
-
-
 def _iteration_limits(max_iter: Any, tol: Any, check_every: Any) -> tuple[int, float, int]:
     max_iter = _validate.check_int("max_iter", max_iter, minimum=1)
-    tol = _real("tol", tol)
+    tol = _validate.check_real_finite("tol", tol)
     if tol <= 0:
         raise ValueError(f"tol must be > 0, got {tol}")
     return max_iter, tol, _validate.check_int("check_every", check_every, minimum=1)

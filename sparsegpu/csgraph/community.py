@@ -49,18 +49,6 @@ def _check_weight(weight: Any) -> bool:
     return bool(weight)
 
 
-def _check_real(name: str, value: Any, *, minimum: float | None = None) -> float:
-    value = _validate.check_number(name, value)
-    if isinstance(value, (complex, np.complexfloating)):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    value = float(value)
-    if not np.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
 def _labels_from(communities: Any, n: int, xp: Any) -> Any:
     """``communities`` (an iterable of collections of vertices, or a length-n integer label
     array) as compact int64 labels on ``xp``; ValueError unless it partitions range(n)."""
@@ -237,7 +225,7 @@ def modularity(A: Any, communities: Any, weight: bool | None = True, resolution:
     0.357143
     """
     weighted = _check_weight(weight)
-    resolution = _check_real("resolution", resolution)
+    resolution = _validate.check_real_finite("resolution", resolution)
     directed = _validate.check_bool("directed", directed)
     graph = as_graph(A, backend, name="A")
     labels = _labels_from(communities, graph.n, graph.xp)
@@ -472,8 +460,8 @@ def louvain_communities(A: Any, weight: bool | None = True, resolution: float = 
     [{0, 1, 2}, {3, 4, 5}]
     """
     weighted = _check_weight(weight)
-    resolution = _check_real("resolution", resolution, minimum=0.0)
-    threshold = _check_real("threshold", threshold, minimum=0.0)
+    resolution = _validate.check_real_finite("resolution", resolution, minimum=0.0)
+    threshold = _validate.check_real_finite("threshold", threshold, minimum=0.0)
     if max_level is not None:
         max_level = _validate.check_int("max_level", max_level, minimum=1)
     seed = 0 if seed is None else _validate.check_int("seed", seed)
