@@ -279,7 +279,7 @@ def _from_scipy(S: Any, backend: Backend, name: str) -> Graph:
     check_real(S.dtype, name)
     canonical = _borrowed(S)
     if canonical is None:
-        canonical = canonical_scipy(S, "csr", dtype=np.float64)
+        canonical = canonical_scipy(S, "csr", dtype=np.float64, checked=True)
     arrays = (to_backend(a, backend) for a in (canonical.indptr, canonical.indices, canonical.data))
     return Graph(*arrays, n, backend, matrix_input=isinstance(S, sp.spmatrix))
 

@@ -33,15 +33,17 @@ def compressed_bytes(n_major: int, nnz: int, value_dtype: Any, index_dtype: Any)
 
 
 def canonical_scipy(S: Any, layout: str, dtype: Any = None, index_dtype: Any = None,
-                    casting: str = "same_kind") -> sp.sparray:
+                    casting: str = "same_kind", *, checked: bool = False) -> sp.sparray:
     """``S`` as a scipy ``csr_array`` or ``csc_array`` in canonical form: duplicates summed,
     indices sorted, values and indices in the dtypes sparsegpu stores, in arrays of its own.
 
     ``S``'s arrays are checked first (:func:`sparsegpu._validate.check_scipy`), so no SciPy routine sees a
     corrupted matrix, and the result's size is checked against the host's memory. Explicit zeros
     are kept (they are stored entries and count in ``nnz``); call ``S.eliminate_zeros()`` first
-    to drop them. The caller's matrix is never modified and never shared."""
-    S = _validate.check_scipy(S)
+    to drop them. The caller's matrix is never modified and never shared. ``checked``: ``S`` is
+    what :func:`sparsegpu._validate.check_scipy` returned for it (its checks are not repeated)."""
+    if not checked:
+        S = _validate.check_scipy(S)
     value_dt = _validate.stored_dtype(S.dtype, dtype, casting)
     index_dt = _validate.index_dtype(S.shape, S.nnz, index_dtype)
     n_major = S.shape[0] if layout == "csr" else S.shape[1]
