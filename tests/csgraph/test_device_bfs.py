@@ -139,6 +139,19 @@ def test_reference_edge_cases():
     assert levels.tolist() == [0] and preds is None
 
 
+def test_reference_parents_one_level_up_are_the_predecessors(rng):
+    """The kernel's last pass (smallest in-neighbour one level up, for vertices single-block levels
+    reached) gives the same predecessors as the level-synchronous reference."""
+    for name, (A, _) in generated_graphs(rng).items():
+        T = in_edges(A)
+        for source in sources_for(rng, A, 2):
+            levels, preds = reference.bfs(A.indptr, A.indices, np.array([source]))
+            reached = rng.permutation(np.flatnonzero(levels > 0))
+            parents = reference.parents_one_level_up(T.indptr, T.indices, levels, reached)
+            np.testing.assert_array_equal(parents, preds[reached], err_msg=name)
+            assert parents.dtype == A.indices.dtype
+
+
 def test_reference_multi_source_levels_are_distances_to_the_nearest(rng):
     A = canonical(datasets.grid_graph(9, 11, seed=1))
     sources = rng.choice(A.shape[0], size=4, replace=False)
@@ -237,9 +250,11 @@ def test_device_edge_cases():
 @pytest.mark.gpu
 @pytest.mark.parametrize("small, per_sm", [(0, 2), (0, 1), (256, 1)])
 def test_device_launch_shapes_agree(rng, monkeypatch, small, per_sm):
-    """Grid levels only, one block per multiprocessor, or short single-block runs: same bits."""
+    """The persistent kernel alone: grid levels only, one block per multiprocessor, or short runs
+    of block 0's levels: same bits."""
     from sparsegpu.csgraph import _device_bfs
 
+    monkeypatch.setattr(_device_bfs, "SINGLE_BLOCK", False)
     monkeypatch.setattr(_device_bfs, "SMALL_FRONTIER", small)
     monkeypatch.setattr(_device_bfs, "BFS_BLOCKS_PER_SM", per_sm)
     seed = int(rng.integers(1 << 30))
@@ -247,3 +262,66 @@ def test_device_launch_shapes_agree(rng, monkeypatch, small, per_sm):
                             (canonical(datasets.kronecker(13, 16, seed=seed)), True),
                             (random_directed(rng, 20_000, 4 / 20_000), False)):
         check_device(A, sources_for(rng, A, 1)[0], is_symmetric)
+
+
+def count_alternations(monkeypatch, _device_bfs) -> list[int]:
+    """Record each call of the single-block / persistent alternation (one entry per call)."""
+    calls: list[int] = []
+    alternate = _device_bfs._alternate
+
+    def recorded(*args, **kwargs):
+        calls.append(1)
+        return alternate(*args, **kwargs)
+
+    monkeypatch.setattr(_device_bfs, "_alternate", recorded)
+    return calls
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("frontier, first_pairs, per_sm", [(1024, 2, 2), (64, 1, 2), (1, 1, 1), (300, 3, 1)])
+def test_device_single_block_shapes_agree(rng, monkeypatch, frontier, first_pairs, per_sm):
+    """The single-block kernel alternating with the persistent one, handing over at various
+    frontier sizes (1: nearly every level changes kernel) and reading the finished word after
+    various numbers of pairs: the reference's bits."""
+    from sparsegpu.csgraph import _device_bfs
+
+    monkeypatch.setattr(_device_bfs, "SINGLE_BLOCK", True)
+    monkeypatch.setattr(_device_bfs, "SINGLE_BLOCK_FRONTIER", frontier)
+    monkeypatch.setattr(_device_bfs, "FIRST_PAIRS", first_pairs)
+    monkeypatch.setattr(_device_bfs, "BFS_BLOCKS_PER_SM", per_sm)
+    calls = count_alternations(monkeypatch, _device_bfs)
+    seed = int(rng.integers(1 << 30))
+    graphs = [(canonical(datasets.road_like(120, seed=seed)), True),
+              (canonical(datasets.kronecker(13, 16, seed=seed)), True),
+              (canonical(datasets.kronecker(12, 8, seed=seed), np.int64), True),
+              (random_directed(rng, 20_000, 4 / 20_000), False),
+              (with_isolated(rng, canonical(datasets.grid_graph(30, 40, seed=seed)), 500), True)]
+    for A, is_symmetric in graphs:
+        check_device(A, sources_for(rng, A, 1)[0], is_symmetric)
+    assert len(calls) == 3 * len(graphs)  # check_device runs three searches a graph
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("single_block", [True, False])
+def test_device_many_sources(rng, monkeypatch, single_block):
+    """More sources than the single-block queue holds (handed over at level 0) and a few: the
+    reference's levels and predecessors."""
+    import cupy
+
+    from sparsegpu.csgraph import _device_bfs
+
+    monkeypatch.setattr(_device_bfs, "SINGLE_BLOCK", single_block)
+    calls = count_alternations(monkeypatch, _device_bfs)
+    A = canonical(datasets.road_like(int(rng.integers(60, 90)), seed=int(rng.integers(1 << 30))))
+    n = A.shape[0]
+    for count in (3, 2_000):
+        sources = np.sort(rng.choice(n, size=count, replace=False)).astype(A.indices.dtype)
+        poison_pool(cupy)
+        levels, preds = _device_bfs.multi_source_bfs(cupy.asarray(A.indptr), cupy.asarray(A.indices),
+                                                      cupy.asarray(sources))
+        ref_levels, ref_preds = reference.bfs(A.indptr, A.indices, sources)
+        np.testing.assert_array_equal(levels.get(), ref_levels)
+        np.testing.assert_array_equal(preds.get(), ref_preds)
+    assert len(calls) == (2 if single_block else 0)
