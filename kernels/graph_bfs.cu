@@ -680,7 +680,7 @@ __device__ void single_load_frontier(const BfsArgs<I>& a, long long level, long 
         const I v = __ldcg(a.queue[level & 1] + threadIdx.x);
         const long long start = __ldg(a.indptr + v), degree = (long long)__ldg(a.indptr + v + 1) - start;
         q.start[threadIdx.x] = start;
-        q.degree[threadIdx.x] = (int)(degree < BFS_SINGLE_EDGES ? degree : BFS_SINGLE_EDGES + 1);
+        q.degree[threadIdx.x] = (int)(degree <= BFS_SINGLE_EDGES ? degree : BFS_SINGLE_EDGES + 1);
         if (a.in_indptr != a.indptr)
             atomicAdd(&q.in_edges, (unsigned long long)(__ldg(a.in_indptr + v + 1) - __ldg(a.in_indptr + v)));
     }
@@ -729,7 +729,7 @@ __device__ void single_push_level(const BfsArgs<I>& a, long long level, long lon
         if (slot >= (unsigned)BFS_SINGLE_FRONTIER) continue;  // the level after runs on the grid
         const long long start = __ldg(a.indptr + v[k]), degree = (long long)__ldg(a.indptr + v[k] + 1) - start;
         next.start[slot] = start;
-        next.degree[slot] = (int)(degree < BFS_SINGLE_EDGES ? degree : BFS_SINGLE_EDGES + 1);
+        next.degree[slot] = (int)(degree <= BFS_SINGLE_EDGES ? degree : BFS_SINGLE_EDGES + 1);
         if (directed)
             atomicAdd(&next.in_edges, (unsigned long long)(__ldg(a.in_indptr + v[k] + 1) - __ldg(a.in_indptr + v[k])));
     }
