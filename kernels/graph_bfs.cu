@@ -21,7 +21,8 @@
 //     offers itself with atomicMin, so the predecessor is the smallest one, whatever the order.
 //   pull (bottom-up): every unreached vertex scans its in-edges (sorted) and stops at the first
 //     one on the frontier: the smallest-index parent. One thread writes each vertex: no atomics.
-//   small: while the frontier is small (at most the caller's limit, itself at most
+//   small (the persistent kernel alone; see the single-block kernel below for the other scheme):
+//     while the frontier is small (at most the caller's limit, itself at most
 //     BFS_SMALL_FRONTIER, vertices and BFS_SMALL_EDGES out-edges) block 0 runs push levels
 //     alone, the frontier in shared memory, separated by __syncthreads (a fraction of a grid
 //     barrier's cost), while the other blocks wait at the next grid barrier; it hands the state

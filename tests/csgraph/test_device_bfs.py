@@ -304,15 +304,18 @@ def test_device_single_block_shapes_agree(rng, monkeypatch, frontier, first_pair
 
 @requires_gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("single_block", [True, False])
-def test_device_many_sources(rng, monkeypatch, single_block):
+@pytest.mark.parametrize("single_block, bitmap_fits", [(True, True), (False, True), (True, False)])
+def test_device_many_sources(rng, monkeypatch, single_block, bitmap_fits):
     """More sources than the single-block queue holds (handed over at level 0) and a few: the
-    reference's levels and predecessors."""
+    reference's levels and predecessors, with the single-block kernel, without it, and where its
+    bitmap would not fit shared memory (the persistent kernel alone)."""
     import cupy
 
     from sparsegpu.csgraph import _device_bfs
 
     monkeypatch.setattr(_device_bfs, "SINGLE_BLOCK", single_block)
+    if not bitmap_fits:
+        monkeypatch.setattr(_device_bfs, "_bitmap_fits", lambda kernel, nbytes: False)
     calls = count_alternations(monkeypatch, _device_bfs)
     A = canonical(datasets.road_like(int(rng.integers(60, 90)), seed=int(rng.integers(1 << 30))))
     n = A.shape[0]
@@ -324,4 +327,4 @@ def test_device_many_sources(rng, monkeypatch, single_block):
         ref_levels, ref_preds = reference.bfs(A.indptr, A.indices, sources)
         np.testing.assert_array_equal(levels.get(), ref_levels)
         np.testing.assert_array_equal(preds.get(), ref_preds)
-    assert len(calls) == (2 if single_block else 0)
+    assert len(calls) == (2 if single_block and bitmap_fits else 0)
