@@ -160,6 +160,60 @@ def test_reference_multi_source_levels_are_distances_to_the_nearest(rng):
     np.testing.assert_array_equal(levels, nearest)
 
 
+class FakeWord:
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def get(self) -> np.ndarray:
+        return np.asarray(self.value)
+
+
+class FakeKernels:
+    """Launches of the two BFS kernels, the persistent one finishing after ``pairs`` launches."""
+
+    def __init__(self, pairs: int | None) -> None:
+        self.pairs, self.launches, self.finished = pairs, [], 0
+
+    def single(self, grid, block, args, shared_mem=0):
+        assert grid == (1,) and shared_mem == 64
+        self.launches.append("single")
+
+    def persistent(self, args, index, n):
+        self.launches.append("persistent")
+        if self.pairs is not None and self.launches.count("persistent") >= self.pairs:
+            self.finished = 1
+
+    def __getitem__(self, word: int) -> FakeWord:  # the control words
+        from sparsegpu.csgraph import _device_bfs
+
+        return FakeWord(self.finished if word == _device_bfs.BFS_FINISHED_WORD else 0)
+
+
+@pytest.mark.parametrize("pairs, first, queued", [(1, 2, 2), (2, 2, 2), (3, 2, 4), (5, 2, 8), (9, 1, 16), (1, 1, 1)])
+def test_alternation_reads_the_finished_word_as_the_pairs_double(monkeypatch, pairs, first, queued):
+    """The host queues [single-block, persistent] pairs, reading the finished word after
+    FIRST_PAIRS and then whenever the pairs queued have doubled, and stops once it is set."""
+    from sparsegpu.csgraph import _device_bfs
+
+    fake = FakeKernels(pairs)
+    monkeypatch.setattr(_device_bfs, "FIRST_PAIRS", first)
+    monkeypatch.setattr(_device_bfs, "allow_dynamic_shared", lambda kernel, nbytes, what: kernel)
+    monkeypatch.setattr(_device_bfs, "_launch_persistent", fake.persistent)
+    _device_bfs._alternate(fake.single, (np.zeros(1, dtype=np.int32),), 64, (), fake, 100)
+    assert fake.launches == ["single", "persistent"] * queued
+
+
+def test_alternation_that_never_finishes_raises(monkeypatch):
+    from sparsegpu.csgraph import _device_bfs
+
+    fake = FakeKernels(None)
+    monkeypatch.setattr(_device_bfs, "allow_dynamic_shared", lambda kernel, nbytes, what: kernel)
+    monkeypatch.setattr(_device_bfs, "_launch_persistent", fake.persistent)
+    with pytest.raises(RuntimeError, match="did not finish"):
+        _device_bfs._alternate(fake.single, (np.zeros(1, dtype=np.int32),), 64, (), fake, 10)
+    assert 11 < fake.launches.count("persistent") <= 2 * 12
+
+
 # --------------------------------------------------------------------------- GPU
 
 
