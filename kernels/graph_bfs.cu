@@ -46,19 +46,24 @@
 //   bfs_single_block: one block of 1024 threads, alone on the device. It seeds the sources on its
 //     first launch, else loads the bitmap bfs_persistent left; then runs push levels while the
 //     frontier is small (single_block_level): an edge's endpoint is read from indices (one round
-//     trip), claimed with a shared atomicOr on the bitmap, and the first claimer writes its level
+//     trip), offered its parent (below), claimed with a shared atomicOr on the bitmap, and the
+//     first claimer writes its level
 //     (a plain store), appends it to the next frontier in shared memory and the global queue and
 //     fetches its out-edge start and degree (the second round trip): two round trips a level. It
 //     hands the frontier over (ring counters, huge list, state words) when it outgrows the block,
 //     or when it is empty (the traversal is done).
-//   bfs_persistent (hand_back > 0): runs levels from the state it finds until the frontier is
+//   bfs_persistent (hand_back_limit > 0): runs levels from the state it finds until the frontier is
 //     small again (after at least one level, so every pair advances), then writes the bitmap of
 //     reached vertices and returns. When it finds the frontier empty it finishes the predecessors
 //     and sets BFS_FINISHED, which the host reads every few pairs; later launches return at once.
-// Single-block levels write no predecessors: the smallest-index parent needs to know which
-// vertices were reached at this level rather than before, a second bitmap that would halve the
-// graphs that fit. bfs_persistent's last pass gives every reached vertex still without one its
-// first in-neighbour (in-edges are sorted) one level up: the smallest, as a pull level does.
+// Predecessors of single-block levels: the smallest-index parent needs to know which vertices
+// were reached at this level rather than before, a second bitmap that would halve the graphs
+// that fit (a 1M-vertex road graph would not). Instead every edge u -> v a single-block level
+// walks offers the key (level of u) << 32 | u to parent_key[v] with atomicMin (a RED: nothing
+// waits for it). Every in-neighbour of v is at most one level above v, and the level that reached
+// v walked all of that level's edges, so the smallest key is v's smallest in-neighbour one level
+// up, whatever the order. bfs_persistent's last pass copies it into preds for the vertices that
+// grid levels did not give one (vertex indices < 2^32: the bitmap holds far fewer).
 // Graphs whose bitmap does not fit keep the single persistent launch with block 0 running the
 // small levels (run_small_levels).
 //
@@ -533,31 +538,20 @@ __device__ void hand_back(const BfsArgs<I>& a, unsigned* bits, long long level, 
 }
 
 // The predecessors' last pass: bfs_no_pred becomes -9999 (sources, unreached), except for a
-// vertex reached by a single-block level, which takes its first in-neighbour (in-edges sorted:
-// the smallest) one level up.
+// vertex reached by a single-block level, which takes the parent its smallest key names.
 template <class I>
-__device__ void finish_predecessors(const BfsArgs<I>& a) {
+__device__ void finish_predecessors(const BfsArgs<I>& a, const unsigned long long* parent_key) {
     for (long long v = (long long)blockIdx.x * BFS_BLOCK + threadIdx.x; v < a.n; v += (long long)gridDim.x * BFS_BLOCK) {
         if (__ldcg(a.preds + v) != bfs_no_pred<I>::value) continue;
-        I parent = I(-9999);
-        const int level = __ldcg(a.levels + v);
-        if (level > 0) {
-            const long long stop = __ldg(a.in_indptr + v + 1);
-            for (long long e = __ldg(a.in_indptr + v); e < stop; ++e) {
-                const I u = __ldg(a.in_indices + e);
-                if (__ldcg(a.levels + u) == level - 1) {
-                    parent = u;
-                    break;
-                }
-            }
-        }
-        a.preds[v] = parent;
+        const bool single = parent_key && __ldcg(a.levels + v) > 0;
+        a.preds[v] = single ? I(__ldcg(parent_key + v) & 0xffffffffull) : I(-9999);
     }
 }
 
 // `small_limit`: block 0's levels (run_small_levels; 0 off). `hand_back_limit` > 0: alternate with
-// bfs_single_block (`bits`: its bitmap), returning when a frontier has at most that many
-// vertices. `seed`: this launch puts the sources at level 0 (else bfs_single_block did).
+// bfs_single_block (`bits`: its bitmap; `parent_key`: its predecessor offers, null without
+// predecessors), returning when a frontier has at most that many vertices. `seed`: this launch
+// puts the sources at level 0 (else bfs_single_block did).
 // The state (BFS_LEVEL, BFS_MODE, BFS_PREV, BFS_UNEXPLORED) starts from the control words: the
 // host sets BFS_UNEXPLORED to the in-edge count, the rest zero.
 template <class I>
@@ -566,7 +560,7 @@ bfs_persistent(const I* __restrict__ indptr, const I* __restrict__ indices, cons
                const I* __restrict__ in_indices, const long long n, const I* __restrict__ sources,
                const long long n_sources, int* levels, I* preds, I* queue0, I* queue1, I* huge0, I* huge1,
                long long* control, const long long small_limit, unsigned* bits, const long long hand_back_limit,
-               const int seed) {
+               const unsigned long long* parent_key, const int seed) {
     __shared__ BfsShared<I> sh;
     __shared__ BfsSmallShared<I> ss;
     const BfsArgs<I> a{indptr, indices, in_indptr, in_indices, n, levels, preds, {queue0, queue1}, {huge0, huge1},
@@ -615,7 +609,7 @@ bfs_persistent(const I* __restrict__ indptr, const I* __restrict__ indices, cons
         ran = true;
         grid_barrier(control);
     }
-    if (preds) finish_predecessors(a);
+    if (preds) finish_predecessors(a, parent_key);
     if (blockIdx.x == 0 && threadIdx.x == 0) control[BFS_FINISHED] = 1;
 }
 
@@ -627,6 +621,7 @@ bfs_persistent(const I* __restrict__ indptr, const I* __restrict__ indices, cons
 // graphs); how many were appended (more than BFS_SINGLE_FRONTIER: only the global queue holds them).
 template <class I>
 struct BfsSingleQueue {
+    unsigned vertex[BFS_SINGLE_FRONTIER];  // < 2^32: the bitmap holds far fewer vertices
     long long start[BFS_SINGLE_FRONTIER];
     int degree[BFS_SINGLE_FRONTIER];
     unsigned long long in_edges;
@@ -679,6 +674,7 @@ __device__ void single_load_frontier(const BfsArgs<I>& a, long long level, long 
     __syncthreads();
     if (threadIdx.x < nf) {
         const I v = __ldcg(a.queue[level & 1] + threadIdx.x);
+        q.vertex[threadIdx.x] = (unsigned)v;
         const long long start = __ldg(a.indptr + v), degree = (long long)__ldg(a.indptr + v + 1) - start;
         q.start[threadIdx.x] = start;
         q.degree[threadIdx.x] = (int)(degree <= BFS_SINGLE_EDGES ? degree : BFS_SINGLE_EDGES + 1);
@@ -689,27 +685,37 @@ __device__ void single_load_frontier(const BfsArgs<I>& a, long long level, long 
 }
 
 // One push level: the frontier's `total` (<= BFS_SINGLE_EDGES) out-edges, BFS_SINGLE_EDGES_PER_THREAD
-// per thread. Round trip one: each edge's endpoint; a shared atomicOr claims it; round trip two:
-// the first claimer writes its level and fetches its out-edges' start and degree.
+// per thread. Round trip one: each edge's endpoint (then its parent key offered); a shared
+// atomicOr claims it; round trip two: the first claimer writes its level and fetches its
+// out-edges' start and degree.
 template <class I>
 __device__ void single_push_level(const BfsArgs<I>& a, long long level, long long nf, long long total,
                                   const BfsSingleQueue<I>& cur, BfsSingleQueue<I>& next, const int* offset,
-                                  unsigned* seen) {
+                                  unsigned* seen, unsigned long long* parent_key) {
     constexpr int K = BFS_SINGLE_EDGES_PER_THREAD;
     I v[K];
+    unsigned u[K];
     bool fresh[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) {
         const long long e = (long long)k * BFS_SINGLE_BLOCK + threadIdx.x;
         v[k] = I(0);
+        u[k] = 0;
         if (e < total) {
             int lo = 0, hi = (int)nf - 1;  // last frontier vertex whose offset <= e
             while (lo < hi) {
                 const int mid = (lo + hi + 1) >> 1;
                 if (offset[mid] <= e) lo = mid; else hi = mid - 1;
             }
+            u[k] = cur.vertex[lo];
             v[k] = __ldg(a.indices + cur.start[lo] + (e - offset[lo]));
         }
+    }
+    if (parent_key) {
+        const unsigned long long here = (unsigned long long)level << 32;
+#pragma unroll
+        for (int k = 0; k < K; ++k)
+            if ((long long)k * BFS_SINGLE_BLOCK + threadIdx.x < total) atomicMin(parent_key + v[k], here | u[k]);
     }
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -728,6 +734,7 @@ __device__ void single_push_level(const BfsArgs<I>& a, long long level, long lon
         const unsigned slot = atomicAdd(&next.count, 1u);
         global_next[slot] = v[k];
         if (slot >= (unsigned)BFS_SINGLE_FRONTIER) continue;  // the level after runs on the grid
+        next.vertex[slot] = (unsigned)v[k];
         const long long start = __ldg(a.indptr + v[k]), degree = (long long)__ldg(a.indptr + v[k] + 1) - start;
         next.start[slot] = start;
         next.degree[slot] = (int)(degree <= BFS_SINGLE_EDGES ? degree : BFS_SINGLE_EDGES + 1);
@@ -793,13 +800,14 @@ __device__ long long single_start(const BfsArgs<I>& a, const I* sources, long lo
 }
 
 // One block of BFS_SINGLE_BLOCK threads, launched alone (grid of one block), with (n + 31) / 32
-// words of dynamic shared memory; `limit` as bfs_persistent's hand_back_limit.
+// words of dynamic shared memory; `limit` as bfs_persistent's hand_back_limit; `parent_key` (all
+// ones at first; null without predecessors): the predecessor offers.
 template <class I>
 __global__ void __launch_bounds__(BFS_SINGLE_BLOCK)
 bfs_single_block(const I* __restrict__ indptr, const I* __restrict__ indices, const I* __restrict__ in_indptr,
                  const I* __restrict__ in_indices, const long long n, const I* __restrict__ sources,
                  const long long n_sources, int* levels, I* queue0, I* queue1, I* huge0, I* huge1,
-                 long long* control, const unsigned* bits, const long long limit) {
+                 long long* control, const unsigned* bits, unsigned long long* parent_key, const long long limit) {
     extern __shared__ unsigned bfs_seen[];
     __shared__ BfsSingleShared<I> ss;
     const BfsArgs<I> a{indptr, indices, in_indptr, in_indices, n, levels, nullptr, {queue0, queue1}, {huge0, huge1},
@@ -828,7 +836,7 @@ bfs_single_block(const I* __restrict__ indptr, const I* __restrict__ indices, co
             ss.queue[b ^ 1].in_edges = 0;
         }
         __syncthreads();
-        single_push_level(a, level, nf, total, ss.queue[b], ss.queue[b ^ 1], ss.offset, bfs_seen);
+        single_push_level(a, level, nf, total, ss.queue[b], ss.queue[b ^ 1], ss.offset, bfs_seen, parent_key);
         __syncthreads();
         unexplored = unexplored_now;
         previous = nf;

@@ -71,8 +71,9 @@ def bfs_order(levels: np.ndarray) -> np.ndarray:
 def parents_one_level_up(in_indptr: np.ndarray, in_indices: np.ndarray, levels: np.ndarray,
                          vertices: np.ndarray) -> np.ndarray:
     """The first in-neighbour (in-edges sorted: the smallest) one level up of each of ``vertices``
-    (reached, level > 0): the predecessor the kernel's last pass gives a vertex that a single-block
-    level reached. -9999 where there is none.
+    (reached, level > 0), -9999 where there is none: the rule behind the kernel's predecessors of
+    single-block levels (the smallest (level, parent) key any in-neighbour offers; in-neighbours
+    are at most one level up).
 
     >>> import numpy as np
     >>> in_indptr, in_indices = np.array([0, 0, 1, 2, 4]), np.array([0, 0, 1, 2])

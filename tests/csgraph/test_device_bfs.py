@@ -140,8 +140,8 @@ def test_reference_edge_cases():
 
 
 def test_reference_parents_one_level_up_are_the_predecessors(rng):
-    """The kernel's last pass (smallest in-neighbour one level up, for vertices single-block levels
-    reached) gives the same predecessors as the level-synchronous reference."""
+    """The rule of the single-block levels' predecessors (the smallest in-neighbour one level up)
+    gives the same predecessors as the level-synchronous reference."""
     for name, (A, _) in generated_graphs(rng).items():
         T = in_edges(A)
         for source in sources_for(rng, A, 2):
