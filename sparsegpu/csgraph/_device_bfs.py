@@ -95,7 +95,7 @@ def multi_source_bfs(indptr: Any, indices: Any, sources: Any, *, in_indptr: Any 
     if SINGLE_BLOCK and SINGLE_BLOCK_FRONTIER > 0 and _bitmap_fits(single, bitmap_bytes):
         bits = cupy.empty(_bitmap_words(n), dtype=np.uint32)
         # Predecessor offers of single-block levels, (level << 32 | parent) minimised: all ones is none.
-        keys = cupy.full(n, np.iinfo(np.uint64).max, dtype=np.uint64) if predecessors else np.uint64(0)
+        keys = cupy.full(n, np.uint64(np.iinfo(np.uint64).max), dtype=np.uint64) if predecessors else np.uint64(0)
         limit = np.int64(min(SINGLE_BLOCK_FRONTIER, BFS_SINGLE_BLOCK))
         single_args = (*graph, *state, bits, keys, limit)
         persistent_args = (*graph, preds if predecessors else np.uint64(0), *state, np.int64(0), bits, limit, keys,
