@@ -21,7 +21,8 @@
 //     offers itself with atomicMin, so the predecessor is the smallest one, whatever the order.
 //   pull (bottom-up): every unreached vertex scans its in-edges (sorted) and stops at the first
 //     one on the frontier: the smallest-index parent. One thread writes each vertex: no atomics.
-//   small: while the frontier is small (at most the caller's limit, itself at most
+//   small (the persistent kernel alone; see the single-block kernel below for the other scheme):
+//     while the frontier is small (at most the caller's limit, itself at most
 //     BFS_SMALL_FRONTIER, vertices and BFS_SMALL_EDGES out-edges) block 0 runs push levels
 //     alone, the frontier in shared memory, separated by __syncthreads (a fraction of a grid
 //     barrier's cost), while the other blocks wait at the next grid barrier; it hands the state
@@ -35,6 +36,39 @@
 // launched cooperatively (all blocks resident, or the launch fails) with at most as many blocks
 // as fit at once. Reads of data other blocks write (levels, queues, counters) go through L2
 // (__ldcg), never through the non-coherent L1.
+//
+// Single-block kernel (bfs_single_block, below): while the frontier is small a level is a chain
+// of dependent memory round trips, and in the persistent kernel every other block spins at a
+// grid barrier meanwhile (about 7 us a level on luxembourg_osm against SciPy's 3 us; measured on
+// an H200, see docs/performance.md). When the visited set fits shared memory as a bitmap (one bit
+// a vertex: about 1.5M vertices), the host instead launches pairs [bfs_single_block,
+// bfs_persistent] without waiting, the two kernels alternating through the control words:
+//   bfs_single_block: one block of 1024 threads, alone on the device. It seeds the sources on its
+//     first launch, else loads the bitmap bfs_persistent left; then runs push levels while the
+//     frontier is small (single_block_level): an edge's endpoint is read from indices (one round
+//     trip), offered its parent (below), claimed with a shared atomicOr on the bitmap, and the
+//     first claimer writes its level
+//     (a plain store), appends it to the next frontier in shared memory and the global queue and
+//     fetches its out-edge start and degree (the second round trip): two round trips a level. It
+//     hands the frontier over (ring counters, huge list, state words) when it outgrows the block,
+//     or when it is empty (the traversal is done).
+//   bfs_persistent (hand_back_limit > 0): runs levels from the state it finds until the frontier is
+//     small again (after at least one level, so every pair advances), then writes the bitmap of
+//     reached vertices and returns. When it finds the frontier empty it finishes the predecessors
+//     and sets BFS_FINISHED, which the host reads every few pairs; later launches return at once.
+// Predecessors of single-block levels: the smallest-index parent needs to know which vertices
+// were reached at this level rather than before, a second bitmap that would halve the graphs
+// that fit (a 1M-vertex road graph would not). Instead every edge u -> v a single-block level
+// walks offers the key (level of u) << 32 | u to parent_key[v] with atomicMin (a RED: nothing
+// waits for it). Every in-neighbour of v is at most one level above v, and the level that reached
+// v walked all of that level's edges, so the smallest key is v's smallest in-neighbour one level
+// up, whatever the order. bfs_persistent's last pass copies it into preds for the vertices that
+// grid levels did not give one (vertex indices < 2^32: the bitmap holds far fewer).
+// Graphs whose bitmap does not fit keep the single persistent launch with block 0 running the
+// small levels (run_small_levels).
+//
+// This file runs past 700 lines: both kernels share the control-word protocol and the level
+// helpers, and splitting them would put that protocol in two places.
 #include "common.cuh"
 
 inline constexpr int BFS_BLOCK = 512;
@@ -58,6 +92,8 @@ inline constexpr int BFS_LEVEL = 12, BFS_MODE = 13, BFS_PREV = 14, BFS_UNEXPLORE
 inline constexpr int BFS_ARRIVE = 16, BFS_GENERATION = 17;
 inline constexpr int BFS_HANDOFF = 18;  // [4] count, out-edges, huge, in-edges of the frontier
                                         // single-block levels leave
+inline constexpr int BFS_SEEDED = 22;    // bfs_single_block has put the sources at level 0
+inline constexpr int BFS_FINISHED = 23;  // levels and predecessors are final (the host reads it)
 inline constexpr int BFS_CONTROL_WORDS = 32;
 
 template <class I> struct bfs_no_pred;
@@ -467,20 +503,77 @@ __device__ __forceinline__ void take_handoff(long long* control, long long level
     grid_barrier(control);
 }
 
+// Single-block levels while the frontier has at most `limit` vertices (at most
+// BFS_SINGLE_FRONTIER) and BFS_SINGLE_EDGES out-edges: bfs_persistent hands back exactly when
+// bfs_single_block would run the level.
+inline constexpr int BFS_SINGLE_BLOCK = 1024;
+inline constexpr int BFS_SINGLE_WARPS = BFS_SINGLE_BLOCK / 32;
+inline constexpr int BFS_SINGLE_FRONTIER = BFS_SINGLE_BLOCK;  // one frontier vertex per thread
+inline constexpr int BFS_SINGLE_EDGES_PER_THREAD = 4;
+inline constexpr long long BFS_SINGLE_EDGES = (long long)BFS_SINGLE_EDGES_PER_THREAD * BFS_SINGLE_BLOCK;
+
+__device__ __forceinline__ bool single_block_level(int mode, long long nf, long long mf, long long limit) {
+    return mode == BFS_PUSH && nf <= limit && mf <= BFS_SINGLE_EDGES;
+}
+
+// bfs_persistent's hand-back to bfs_single_block at `level` (every block calls it): the bitmap of
+// reached vertices (levels final: this follows a grid barrier) and the traversal state. The
+// frontier's queue and ring counters stay where the last level put them.
+template <class I>
+__device__ void hand_back(const BfsArgs<I>& a, unsigned* bits, long long level, int mode, long long previous,
+                          long long unexplored) {
+    const int lane = threadIdx.x & 31;
+    const long long words = (a.n + 31) / 32, warps = (long long)gridDim.x * BFS_WARPS;
+    for (long long w = ((long long)blockIdx.x * BFS_BLOCK + threadIdx.x) >> 5; w < words; w += warps) {
+        const long long v = w * 32 + lane;
+        const unsigned word = __ballot_sync(0xffffffffu, v < a.n && __ldcg(a.levels + v) != -1);
+        if (lane == 0) bits[w] = word;
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        a.control[BFS_LEVEL] = level;
+        a.control[BFS_MODE] = mode;
+        a.control[BFS_PREV] = previous;
+        a.control[BFS_UNEXPLORED] = unexplored;
+    }
+}
+
+// The predecessors' last pass: bfs_no_pred becomes -9999 (sources, unreached), except for a
+// vertex reached by a single-block level, which takes the parent its smallest key names.
+template <class I>
+__device__ void finish_predecessors(const BfsArgs<I>& a, const unsigned long long* parent_key) {
+    for (long long v = (long long)blockIdx.x * BFS_BLOCK + threadIdx.x; v < a.n; v += (long long)gridDim.x * BFS_BLOCK) {
+        if (__ldcg(a.preds + v) != bfs_no_pred<I>::value) continue;
+        const bool single = parent_key && __ldcg(a.levels + v) > 0;
+        a.preds[v] = single ? I(__ldcg(parent_key + v) & 0xffffffffull) : I(-9999);
+    }
+}
+
+// `small_limit`: block 0's levels (run_small_levels; 0 off). `hand_back_limit` > 0: alternate with
+// bfs_single_block (`bits`: its bitmap; `parent_key`: its predecessor offers, null without
+// predecessors), returning when a frontier has at most that many vertices. `seed`: this launch
+// puts the sources at level 0 (else bfs_single_block did).
+// The state (BFS_LEVEL, BFS_MODE, BFS_PREV, BFS_UNEXPLORED) starts from the control words: the
+// host sets BFS_UNEXPLORED to the in-edge count, the rest zero.
 template <class I>
 __global__ void __launch_bounds__(BFS_BLOCK)
 bfs_persistent(const I* __restrict__ indptr, const I* __restrict__ indices, const I* __restrict__ in_indptr,
-               const I* __restrict__ in_indices, const long long n, const long long in_edges,
-               const I* __restrict__ sources, const long long n_sources, int* levels, I* preds, I* queue0,
-               I* queue1, I* huge0, I* huge1, long long* control, const long long small_limit) {
+               const I* __restrict__ in_indices, const long long n, const I* __restrict__ sources,
+               const long long n_sources, int* levels, I* preds, I* queue0, I* queue1, I* huge0, I* huge1,
+               long long* control, const long long small_limit, unsigned* bits, const long long hand_back_limit,
+               const unsigned long long* parent_key, const int seed) {
     __shared__ BfsShared<I> sh;
     __shared__ BfsSmallShared<I> ss;
     const BfsArgs<I> a{indptr, indices, in_indptr, in_indices, n, levels, preds, {queue0, queue1}, {huge0, huge1},
                        control};
-    if (blockIdx.x == 0) seed_frontier(a, sources, n_sources, sh);
-    grid_barrier(control);
-    long long level = 0, previous = 0, unexplored = in_edges;
-    int mode = BFS_PUSH;
+    if (bfs_read(control, BFS_FINISHED)) return;
+    if (seed) {
+        if (blockIdx.x == 0) seed_frontier(a, sources, n_sources, sh);
+        grid_barrier(control);
+    }
+    long long level = bfs_read(control, BFS_LEVEL), previous = bfs_read(control, BFS_PREV);
+    long long unexplored = bfs_read(control, BFS_UNEXPLORED);
+    int mode = (int)bfs_read(control, BFS_MODE);
+    bool ran = false;  // a level run in this launch: only then may it hand back, so every pair advances
     for (;;) {
         const int cur = (int)(level % 3);
         const long long nf = bfs_read(control, BFS_COUNT + cur), mf = bfs_read(control, BFS_EDGES + cur);
@@ -488,6 +581,10 @@ bfs_persistent(const I* __restrict__ indptr, const I* __restrict__ indices, cons
         if (nf == 0) break;
         const long long unexplored_now = unexplored - bfs_read(control, BFS_IN_EDGES + cur);
         const int direction = choose_direction(mode, nf, mf, unexplored_now, previous, n);
+        if (hand_back_limit > 0 && ran && single_block_level(direction, nf, mf, hand_back_limit)) {
+            hand_back(a, bits, level, mode, previous, unexplored);
+            return;
+        }
         if (gridDim.x > 1 && small_frontier(direction, nf, mf, small_limit)) {
             if (blockIdx.x == 0) run_small_levels(a, level, mode, previous, unexplored, small_limit, ss, sh);
             grid_barrier(control);
@@ -509,10 +606,244 @@ bfs_persistent(const I* __restrict__ indptr, const I* __restrict__ indices, cons
         previous = nf;
         mode = direction;
         ++level;
+        ran = true;
         grid_barrier(control);
     }
-    if (preds) {
-        for (long long v = (long long)blockIdx.x * BFS_BLOCK + threadIdx.x; v < n; v += (long long)gridDim.x * BFS_BLOCK)
-            if (__ldcg(preds + v) == bfs_no_pred<I>::value) preds[v] = I(-9999);
+    if (preds) finish_predecessors(a, parent_key);
+    if (blockIdx.x == 0 && threadIdx.x == 0) control[BFS_FINISHED] = 1;
+}
+
+// ---------------------------------------------------------------- the single-block kernel
+
+// A frontier in shared memory: where each vertex's out-edges start and how many (clamped to
+// BFS_SINGLE_EDGES + 1: a larger one already ends the single-block levels, and the clamp keeps
+// the scan in int), fetched when the vertex is appended; the sum of their in-degrees (directed
+// graphs); how many were appended (more than BFS_SINGLE_FRONTIER: only the global queue holds them).
+template <class I>
+struct BfsSingleQueue {
+    unsigned vertex[BFS_SINGLE_FRONTIER];  // < 2^32: the bitmap holds far fewer vertices
+    long long start[BFS_SINGLE_FRONTIER];
+    int degree[BFS_SINGLE_FRONTIER];
+    unsigned long long in_edges;
+    unsigned count;
+};
+
+template <class I>
+struct BfsSingleShared {
+    BfsSingleQueue<I> queue[2];
+    int offset[BFS_SINGLE_FRONTIER];  // exclusive scan of the current frontier's degrees
+    long long warp_total[BFS_SINGLE_WARPS];
+    unsigned long long huge;
+};
+
+// Exclusive scan of one value per thread over the 1024 threads; the total in *total.
+template <class I>
+__device__ long long single_block_scan(long long x, long long* total, BfsSingleShared<I>& ss) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    long long inclusive = x;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const long long y = __shfl_up_sync(0xffffffffu, inclusive, d);
+        if (lane >= d) inclusive += y;
     }
+    if (lane == 31) ss.warp_total[warp] = inclusive;
+    __syncthreads();
+    if (warp == 0) {
+        long long t = ss.warp_total[lane];  // BFS_SINGLE_WARPS == 32
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const long long y = __shfl_up_sync(0xffffffffu, t, d);
+            if (lane >= d) t += y;
+        }
+        ss.warp_total[lane] = t;
+    }
+    __syncthreads();
+    const long long before = warp ? ss.warp_total[warp - 1] : 0;
+    *total = ss.warp_total[BFS_SINGLE_WARPS - 1];
+    __syncthreads();  // warp_total is reused by the next scan
+    return before + inclusive - x;
+}
+
+// The frontier of `level`, nf <= BFS_SINGLE_FRONTIER vertices in the global queue, into `q`.
+template <class I>
+__device__ void single_load_frontier(const BfsArgs<I>& a, long long level, long long nf, BfsSingleQueue<I>& q) {
+    if (threadIdx.x == 0) {
+        q.in_edges = 0;
+        q.count = (unsigned)nf;
+    }
+    __syncthreads();
+    if (threadIdx.x < nf) {
+        const I v = __ldcg(a.queue[level & 1] + threadIdx.x);
+        q.vertex[threadIdx.x] = (unsigned)v;
+        const long long start = __ldg(a.indptr + v), degree = (long long)__ldg(a.indptr + v + 1) - start;
+        q.start[threadIdx.x] = start;
+        q.degree[threadIdx.x] = (int)(degree <= BFS_SINGLE_EDGES ? degree : BFS_SINGLE_EDGES + 1);
+        if (a.in_indptr != a.indptr)
+            atomicAdd(&q.in_edges, (unsigned long long)(__ldg(a.in_indptr + v + 1) - __ldg(a.in_indptr + v)));
+    }
+    __syncthreads();
+}
+
+// One push level: the frontier's `total` (<= BFS_SINGLE_EDGES) out-edges, BFS_SINGLE_EDGES_PER_THREAD
+// per thread. Round trip one: each edge's endpoint (then its parent key offered); a shared
+// atomicOr claims it; round trip two: the first claimer writes its level and fetches its
+// out-edges' start and degree.
+template <class I>
+__device__ void single_push_level(const BfsArgs<I>& a, long long level, long long nf, long long total,
+                                  const BfsSingleQueue<I>& cur, BfsSingleQueue<I>& next, const int* offset,
+                                  unsigned* seen, unsigned long long* parent_key) {
+    constexpr int K = BFS_SINGLE_EDGES_PER_THREAD;
+    I v[K];
+    unsigned u[K];
+    bool fresh[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const long long e = (long long)k * BFS_SINGLE_BLOCK + threadIdx.x;
+        v[k] = I(0);
+        u[k] = 0;
+        if (e < total) {
+            int lo = 0, hi = (int)nf - 1;  // last frontier vertex whose offset <= e
+            while (lo < hi) {
+                const int mid = (lo + hi + 1) >> 1;
+                if (offset[mid] <= e) lo = mid; else hi = mid - 1;
+            }
+            u[k] = cur.vertex[lo];
+            v[k] = __ldg(a.indices + cur.start[lo] + (e - offset[lo]));
+        }
+    }
+    if (parent_key) {
+        const unsigned long long here = (unsigned long long)level << 32;
+#pragma unroll
+        for (int k = 0; k < K; ++k)
+            if ((long long)k * BFS_SINGLE_BLOCK + threadIdx.x < total) atomicMin(parent_key + v[k], here | u[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        fresh[k] = false;
+        if ((long long)k * BFS_SINGLE_BLOCK + threadIdx.x < total) {
+            const unsigned bit = 1u << (unsigned)((long long)v[k] & 31);
+            fresh[k] = !(atomicOr(seen + ((long long)v[k] >> 5), bit) & bit);
+        }
+    }
+    const bool directed = a.in_indptr != a.indptr;
+    I* global_next = a.queue[(level + 1) & 1];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        if (!fresh[k]) continue;
+        a.levels[v[k]] = (int)(level + 1);
+        const unsigned slot = atomicAdd(&next.count, 1u);
+        global_next[slot] = v[k];
+        if (slot >= (unsigned)BFS_SINGLE_FRONTIER) continue;  // the level after runs on the grid
+        next.vertex[slot] = (unsigned)v[k];
+        const long long start = __ldg(a.indptr + v[k]), degree = (long long)__ldg(a.indptr + v[k] + 1) - start;
+        next.start[slot] = start;
+        next.degree[slot] = (int)(degree <= BFS_SINGLE_EDGES ? degree : BFS_SINGLE_EDGES + 1);
+        if (directed)
+            atomicAdd(&next.in_edges, (unsigned long long)(__ldg(a.in_indptr + v[k] + 1) - __ldg(a.in_indptr + v[k])));
+    }
+}
+
+// The frontier of `level` (nf vertices in the global queue) handed to bfs_persistent: its exact
+// counters into ring slot level % 3 (the other two cleared), its huge vertices listed, and the
+// state. nf == 0 (the traversal is done) lets bfs_persistent finish the predecessors.
+template <class I>
+__device__ void single_hand_over(const BfsArgs<I>& a, long long level, long long nf, int mode, long long previous,
+                                 long long unexplored, BfsSingleShared<I>& ss) {
+    const I* frontier = a.queue[level & 1];
+    I* huge = a.huge[level & 1];
+    if (threadIdx.x == 0) ss.huge = 0;
+    __syncthreads();
+    long long out_sum = 0, in_sum = 0;
+    for (long long i = threadIdx.x; i < nf; i += BFS_SINGLE_BLOCK) {
+        const I u = __ldcg(frontier + i);
+        const long long degree = (long long)__ldg(a.indptr + u + 1) - (long long)__ldg(a.indptr + u);
+        out_sum += degree;
+        in_sum += (long long)__ldg(a.in_indptr + u + 1) - (long long)__ldg(a.in_indptr + u);
+        if (degree > BFS_HUGE_DEGREE) huge[atomicAdd(&ss.huge, 1ull)] = u;
+    }
+    long long out_edges, in_edges;
+    single_block_scan(out_sum, &out_edges, ss);
+    single_block_scan(in_sum, &in_edges, ss);
+    if (threadIdx.x == 0) {
+        const int now = (int)(level % 3);
+        for (int k = 0; k < 3; ++k) {
+            const bool here = k == now;
+            a.control[BFS_COUNT + k] = here ? nf : 0;
+            a.control[BFS_EDGES + k] = here ? out_edges : 0;
+            a.control[BFS_HUGE + k] = here ? (long long)ss.huge : 0;
+            a.control[BFS_IN_EDGES + k] = here ? in_edges : 0;
+        }
+        a.control[BFS_LEVEL] = level;
+        a.control[BFS_MODE] = mode;
+        a.control[BFS_PREV] = previous;
+        a.control[BFS_UNEXPLORED] = unexplored;
+        a.control[BFS_SEEDED] = 1;
+    }
+}
+
+// The visited bitmap (dynamic shared memory, (n + 31) / 32 words) and the first frontier: the
+// sources at level 0 on the first launch, else what bfs_persistent handed back. Returns nf.
+template <class I>
+__device__ long long single_start(const BfsArgs<I>& a, const I* sources, long long n_sources, const unsigned* bits,
+                                  long long level, bool seeded, unsigned* seen) {
+    const long long words = (a.n + 31) / 32;
+    for (long long w = threadIdx.x; w < words; w += BFS_SINGLE_BLOCK) seen[w] = seeded ? __ldcg(bits + w) : 0u;
+    if (seeded) return bfs_read(a.control, BFS_COUNT + (int)(level % 3));
+    __syncthreads();
+    for (long long s = threadIdx.x; s < n_sources; s += BFS_SINGLE_BLOCK) {
+        const I v = sources[s];
+        a.levels[v] = 0;
+        a.queue[0][s] = v;
+        atomicOr(seen + ((long long)v >> 5), 1u << (unsigned)((long long)v & 31));
+    }
+    return n_sources;
+}
+
+// One block of BFS_SINGLE_BLOCK threads, launched alone (grid of one block), with (n + 31) / 32
+// words of dynamic shared memory; `limit` as bfs_persistent's hand_back_limit; `parent_key` (all
+// ones at first; null without predecessors): the predecessor offers.
+template <class I>
+__global__ void __launch_bounds__(BFS_SINGLE_BLOCK)
+bfs_single_block(const I* __restrict__ indptr, const I* __restrict__ indices, const I* __restrict__ in_indptr,
+                 const I* __restrict__ in_indices, const long long n, const I* __restrict__ sources,
+                 const long long n_sources, int* levels, I* queue0, I* queue1, I* huge0, I* huge1,
+                 long long* control, const unsigned* bits, unsigned long long* parent_key, const long long limit) {
+    extern __shared__ unsigned bfs_seen[];
+    __shared__ BfsSingleShared<I> ss;
+    const BfsArgs<I> a{indptr, indices, in_indptr, in_indices, n, levels, nullptr, {queue0, queue1}, {huge0, huge1},
+                       control};
+    if (bfs_read(control, BFS_FINISHED)) return;
+    const bool seeded = bfs_read(control, BFS_SEEDED) != 0;
+    long long level = bfs_read(control, BFS_LEVEL), previous = bfs_read(control, BFS_PREV);
+    long long unexplored = bfs_read(control, BFS_UNEXPLORED);
+    int mode = (int)bfs_read(control, BFS_MODE);
+    long long nf = single_start(a, sources, n_sources, bits, level, seeded, bfs_seen);
+    __syncthreads();
+    int b = 0;
+    if (nf <= BFS_SINGLE_FRONTIER) single_load_frontier(a, level, nf, ss.queue[0]);
+    const bool symmetric = in_indptr == indptr;
+    for (;;) {
+        if (nf == 0 || nf > BFS_SINGLE_FRONTIER) break;
+        long long total;
+        const long long degree = threadIdx.x < nf ? ss.queue[b].degree[threadIdx.x] : 0;
+        ss.offset[threadIdx.x] = (int)single_block_scan(degree, &total, ss);
+        const long long in_edges = symmetric ? total : (long long)ss.queue[b].in_edges;
+        const long long unexplored_now = unexplored - in_edges;
+        const int direction = choose_direction(mode, nf, total, unexplored_now, previous, n);
+        if (!single_block_level(direction, nf, total, limit)) break;
+        if (threadIdx.x == 0) {
+            ss.queue[b ^ 1].count = 0;
+            ss.queue[b ^ 1].in_edges = 0;
+        }
+        __syncthreads();
+        single_push_level(a, level, nf, total, ss.queue[b], ss.queue[b ^ 1], ss.offset, bfs_seen, parent_key);
+        __syncthreads();
+        unexplored = unexplored_now;
+        previous = nf;
+        mode = direction;
+        ++level;
+        b ^= 1;
+        nf = ss.queue[b].count;
+    }
+    single_hand_over(a, level, nf, mode, previous, unexplored, ss);
 }

@@ -65,3 +65,27 @@ def bfs_order(levels: np.ndarray) -> np.ndarray:
     """The reached vertices sorted by (level, vertex), int32 (a stable sort by level)."""
     reached = np.flatnonzero(levels >= 0)
     return reached[np.argsort(levels[reached], kind="stable")].astype(np.int32)
+
+
+
+def parents_one_level_up(in_indptr: np.ndarray, in_indices: np.ndarray, levels: np.ndarray,
+                         vertices: np.ndarray) -> np.ndarray:
+    """The first in-neighbour (in-edges sorted: the smallest) one level up of each of ``vertices``
+    (reached, level > 0), -9999 where there is none: the rule behind the kernel's predecessors of
+    single-block levels (the smallest (level, parent) key any in-neighbour offers; in-neighbours
+    are at most one level up).
+
+    >>> import numpy as np
+    >>> in_indptr, in_indices = np.array([0, 0, 1, 2, 4]), np.array([0, 0, 1, 2])
+    >>> parents_one_level_up(in_indptr, in_indices, np.array([0, 1, 1, 2]), np.array([3, 1])).tolist()
+    [1, 0]
+    """
+    vertices = np.asarray(vertices, dtype=np.int64)
+    counts = in_indptr[vertices + 1].astype(np.int64) - in_indptr[vertices].astype(np.int64)
+    _, neighbours = frontier_edges(in_indptr, in_indices, vertices)
+    owner = np.repeat(np.arange(vertices.size), counts)
+    up = levels[neighbours] == levels[vertices][owner] - 1
+    owners, first = np.unique(owner[up], return_index=True)  # first in CSR order: the smallest
+    parents = np.full(vertices.size, NO_PREDECESSOR, dtype=in_indices.dtype)
+    parents[owners] = neighbours[up][first]
+    return parents

@@ -139,12 +139,79 @@ def test_reference_edge_cases():
     assert levels.tolist() == [0] and preds is None
 
 
+def test_reference_parents_one_level_up_are_the_predecessors(rng):
+    """The rule of the single-block levels' predecessors (the smallest in-neighbour one level up)
+    gives the same predecessors as the level-synchronous reference."""
+    for name, (A, _) in generated_graphs(rng).items():
+        T = in_edges(A)
+        for source in sources_for(rng, A, 2):
+            levels, preds = reference.bfs(A.indptr, A.indices, np.array([source]))
+            reached = rng.permutation(np.flatnonzero(levels > 0))
+            parents = reference.parents_one_level_up(T.indptr, T.indices, levels, reached)
+            np.testing.assert_array_equal(parents, preds[reached], err_msg=name)
+            assert parents.dtype == A.indices.dtype
+
+
 def test_reference_multi_source_levels_are_distances_to_the_nearest(rng):
     A = canonical(datasets.grid_graph(9, 11, seed=1))
     sources = rng.choice(A.shape[0], size=4, replace=False)
     levels, _ = reference.bfs(A.indptr, A.indices, sources)
     nearest = np.min([scipy_levels(A, int(s)) for s in sources], axis=0)
     np.testing.assert_array_equal(levels, nearest)
+
+
+class FakeWord:
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def get(self) -> np.ndarray:
+        return np.asarray(self.value)
+
+
+class FakeKernels:
+    """Launches of the two BFS kernels, the persistent one finishing after ``pairs`` launches."""
+
+    def __init__(self, pairs: int | None) -> None:
+        self.pairs, self.launches, self.finished = pairs, [], 0
+
+    def single(self, grid, block, args, shared_mem=0):
+        assert grid == (1,) and shared_mem == 64
+        self.launches.append("single")
+
+    def persistent(self, args, index, n):
+        self.launches.append("persistent")
+        if self.pairs is not None and self.launches.count("persistent") >= self.pairs:
+            self.finished = 1
+
+    def __getitem__(self, word: int) -> FakeWord:  # the control words
+        from sparsegpu.csgraph import _device_bfs
+
+        return FakeWord(self.finished if word == _device_bfs.BFS_FINISHED_WORD else 0)
+
+
+@pytest.mark.parametrize("pairs, first, queued", [(1, 2, 2), (2, 2, 2), (3, 2, 4), (5, 2, 8), (9, 1, 16), (1, 1, 1)])
+def test_alternation_reads_the_finished_word_as_the_pairs_double(monkeypatch, pairs, first, queued):
+    """The host queues [single-block, persistent] pairs, reading the finished word after
+    FIRST_PAIRS and then whenever the pairs queued have doubled, and stops once it is set."""
+    from sparsegpu.csgraph import _device_bfs
+
+    fake = FakeKernels(pairs)
+    monkeypatch.setattr(_device_bfs, "FIRST_PAIRS", first)
+    monkeypatch.setattr(_device_bfs, "allow_dynamic_shared", lambda kernel, nbytes, what: kernel)
+    monkeypatch.setattr(_device_bfs, "_launch_persistent", fake.persistent)
+    _device_bfs._alternate(fake.single, (np.zeros(1, dtype=np.int32),), 64, (), fake, 100)
+    assert fake.launches == ["single", "persistent"] * queued
+
+
+def test_alternation_that_never_finishes_raises(monkeypatch):
+    from sparsegpu.csgraph import _device_bfs
+
+    fake = FakeKernels(None)
+    monkeypatch.setattr(_device_bfs, "allow_dynamic_shared", lambda kernel, nbytes, what: kernel)
+    monkeypatch.setattr(_device_bfs, "_launch_persistent", fake.persistent)
+    with pytest.raises(RuntimeError, match="did not finish"):
+        _device_bfs._alternate(fake.single, (np.zeros(1, dtype=np.int32),), 64, (), fake, 10)
+    assert 11 < fake.launches.count("persistent") <= 2 * 12
 
 
 # --------------------------------------------------------------------------- GPU
@@ -237,9 +304,11 @@ def test_device_edge_cases():
 @pytest.mark.gpu
 @pytest.mark.parametrize("small, per_sm", [(0, 2), (0, 1), (256, 1)])
 def test_device_launch_shapes_agree(rng, monkeypatch, small, per_sm):
-    """Grid levels only, one block per multiprocessor, or short single-block runs: same bits."""
+    """The persistent kernel alone: grid levels only, one block per multiprocessor, or short runs
+    of block 0's levels: same bits."""
     from sparsegpu.csgraph import _device_bfs
 
+    monkeypatch.setattr(_device_bfs, "SINGLE_BLOCK", False)
     monkeypatch.setattr(_device_bfs, "SMALL_FRONTIER", small)
     monkeypatch.setattr(_device_bfs, "BFS_BLOCKS_PER_SM", per_sm)
     seed = int(rng.integers(1 << 30))
@@ -247,3 +316,69 @@ def test_device_launch_shapes_agree(rng, monkeypatch, small, per_sm):
                             (canonical(datasets.kronecker(13, 16, seed=seed)), True),
                             (random_directed(rng, 20_000, 4 / 20_000), False)):
         check_device(A, sources_for(rng, A, 1)[0], is_symmetric)
+
+
+def count_alternations(monkeypatch, _device_bfs) -> list[int]:
+    """Record each call of the single-block / persistent alternation (one entry per call)."""
+    calls: list[int] = []
+    alternate = _device_bfs._alternate
+
+    def recorded(*args, **kwargs):
+        calls.append(1)
+        return alternate(*args, **kwargs)
+
+    monkeypatch.setattr(_device_bfs, "_alternate", recorded)
+    return calls
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("frontier, first_pairs, per_sm", [(1024, 2, 2), (64, 1, 2), (1, 1, 1), (300, 3, 1)])
+def test_device_single_block_shapes_agree(rng, monkeypatch, frontier, first_pairs, per_sm):
+    """The single-block kernel alternating with the persistent one, handing over at various
+    frontier sizes (1: nearly every level changes kernel) and reading the finished word after
+    various numbers of pairs: the reference's bits."""
+    from sparsegpu.csgraph import _device_bfs
+
+    monkeypatch.setattr(_device_bfs, "SINGLE_BLOCK", True)
+    monkeypatch.setattr(_device_bfs, "SINGLE_BLOCK_FRONTIER", frontier)
+    monkeypatch.setattr(_device_bfs, "FIRST_PAIRS", first_pairs)
+    monkeypatch.setattr(_device_bfs, "BFS_BLOCKS_PER_SM", per_sm)
+    calls = count_alternations(monkeypatch, _device_bfs)
+    seed = int(rng.integers(1 << 30))
+    graphs = [(canonical(datasets.road_like(120, seed=seed)), True),
+              (canonical(datasets.kronecker(13, 16, seed=seed)), True),
+              (canonical(datasets.kronecker(12, 8, seed=seed), np.int64), True),
+              (random_directed(rng, 20_000, 4 / 20_000), False),
+              (with_isolated(rng, canonical(datasets.grid_graph(30, 40, seed=seed)), 500), True)]
+    for A, is_symmetric in graphs:
+        check_device(A, sources_for(rng, A, 1)[0], is_symmetric)
+    assert len(calls) == 3 * len(graphs)  # check_device runs three searches a graph
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("single_block, bitmap_fits", [(True, True), (False, True), (True, False)])
+def test_device_many_sources(rng, monkeypatch, single_block, bitmap_fits):
+    """More sources than the single-block queue holds (handed over at level 0) and a few: the
+    reference's levels and predecessors, with the single-block kernel, without it, and where its
+    bitmap would not fit shared memory (the persistent kernel alone)."""
+    import cupy
+
+    from sparsegpu.csgraph import _device_bfs
+
+    monkeypatch.setattr(_device_bfs, "SINGLE_BLOCK", single_block)
+    if not bitmap_fits:
+        monkeypatch.setattr(_device_bfs, "_bitmap_fits", lambda kernel, nbytes: False)
+    calls = count_alternations(monkeypatch, _device_bfs)
+    A = canonical(datasets.road_like(int(rng.integers(60, 90)), seed=int(rng.integers(1 << 30))))
+    n = A.shape[0]
+    for count in (3, 2_000):
+        sources = np.sort(rng.choice(n, size=count, replace=False)).astype(A.indices.dtype)
+        poison_pool(cupy)
+        levels, preds = _device_bfs.multi_source_bfs(cupy.asarray(A.indptr), cupy.asarray(A.indices),
+                                                      cupy.asarray(sources))
+        ref_levels, ref_preds = reference.bfs(A.indptr, A.indices, sources)
+        np.testing.assert_array_equal(levels.get(), ref_levels)
+        np.testing.assert_array_equal(preds.get(), ref_preds)
+    assert len(calls) == (2 if single_block and bitmap_fits else 0)
