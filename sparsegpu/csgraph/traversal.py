@@ -34,7 +34,9 @@ def device_bfs(graph: Graph, source: int, directed: bool, predecessors: bool = T
     """(levels int32, predecessors or None) from the device BFS; in-edges passed for a directed
     graph so the search may pull along them."""
     oriented = graph.oriented(directed)
-    if directed:
+    # The kernels take in-edges that are the out-edges themselves as an undirected graph, whose
+    # levels need no in-edge tallies: a symmetric structure is passed once.
+    if directed and not graph.is_structurally_symmetric():
         reverse = graph.transpose()
         return _device_bfs.bfs(oriented.indptr, oriented.indices, source, in_indptr=reverse.indptr,
                                in_indices=reverse.indices, predecessors=predecessors)
