@@ -26,6 +26,7 @@ from sparsegpu._backend import (
     to_host,
 )
 from sparsegpu.formats import _semiring
+from sparsegpu.formats._arithmetic import ArithmeticMixin
 from sparsegpu.formats._scipy import (  # noqa: F401  (re-exported for the layers above)
     as_scipy_sparse,
     canonical_scipy,
@@ -46,7 +47,7 @@ def format_key(format: Any) -> str:
     return key
 
 
-class SparseMatrix:
+class SparseMatrix(ArithmeticMixin):
     """Base of every sparsegpu matrix format: what users call on any of them.
 
     ``A @ x`` is ``A.spmv(x)``; ``A.T @ x`` the transposed product (:attr:`T`). NumPy ``x``
