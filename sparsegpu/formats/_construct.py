@@ -93,11 +93,11 @@ def eye(m: int, n: int | None = None, k: int = 0, dtype: Any = float, format: st
     TypeError
         Non-integer sizes or ``k``; an unsupported dtype or format.
     ValueError
-        Negative sizes; an unknown format or backend.
+        Negative sizes; ``k`` beyond the matrix's edge (``k > n`` or ``k < -m``); an unknown
+        format or backend.
 
     Examples
     --------
-    >>> import sparsegpu
     >>> from sparsegpu.formats._construct import eye
     >>> eye(2, 3, k=1, backend="cpu").to_scipy().toarray().tolist()
     [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
@@ -108,7 +108,9 @@ def eye(m: int, n: int | None = None, k: int = 0, dtype: Any = float, format: st
     dtype = _validate.requested_value_dtype(dtype)
     target = resolve_backend(backend)
     xp = array_module(target)
-    length = max(0, min(m + min(k, 0), n - max(k, 0)))
+    length = min(m + min(k, 0), n - max(k, 0))
+    if length < 0:
+        raise ValueError(f"diagonal k={k} lies outside a {m}x{n} matrix (as SciPy, |k| may reach the edge only)")
     index_dtype = _validate.index_dtype((m, n), length)
     first = max(0, -k)
     indptr = xp.clip(xp.arange(m + 1, dtype=np.int64) - first, 0, length).astype(index_dtype)
@@ -222,8 +224,8 @@ def kron(A: Any, B: Any, format: str | None = None, *, backend: str | None = Non
     A, B : SparseMatrix, scipy sparse matrix or 2-D array
         Operands; both sparsegpu matrices must live on one backend.
     format : str, optional
-        A sparsegpu format. Default: CSR where SciPy gives BSR (B at least half full), COO
-        where SciPy gives COO.
+        A sparsegpu format. Default: CSR where SciPy gives BSR (both operands hold entries
+        and B is at least half full), COO where SciPy gives COO.
     backend : {"cpu", "gpu"}, optional
         Default: the operands'.
 
@@ -257,7 +259,7 @@ def kron(A: Any, B: Any, format: str | None = None, *, backend: str | None = Non
     index_dtype = ew.result_index_dtype(shape, nnz, A.index_dtype, B.index_dtype)
     arrays = ew.kron_arrays(A._canonical_lines(0), B._canonical_lines(0), B.shape, index_dtype, A._xp)
     indptr, indices, data = arrays
-    default = "csr" if 2 * B.nnz >= mb * nb else "coo"
+    default = "csr" if A.nnz and B.nnz and 2 * B.nnz >= mb * nb else "coo"
     return _finish(CSR._make(data, indices, indptr, shape, target), format, default)
 
 
