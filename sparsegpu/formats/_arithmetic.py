@@ -30,7 +30,7 @@ import scipy.sparse as sp
 from sparsegpu import _validate, convert
 from sparsegpu._backend import backend_of, is_device_array, to_backend
 from sparsegpu.formats import _elementwise as ew
-from sparsegpu.formats._structure import COMPRESSED, StructureMixin
+from sparsegpu.formats._structure import StructureMixin
 
 
 def as_scalar(value: Any) -> Any:
@@ -160,7 +160,8 @@ class ArithmeticMixin(StructureMixin):
         full = xp.broadcast_to(dense, self._shape)
         if op == "add":
             _validate.ensure_fits(full.size * dtype.itemsize, f"a dense {self._shape} sum", matrix.backend)
-            out = full.astype(dtype, copy=True)
+            out = xp.empty(self._shape, dtype=dtype)  # C order: a copy of a broadcast view may keep its 0 strides
+            out[...] = full
             indptr, indices, data = matrix._canonical_lines(0)
             rows = matrix._row_of_entries(indptr)
             out[rows, indices] += data.astype(dtype, copy=False)

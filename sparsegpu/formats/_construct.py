@@ -18,7 +18,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsegpu import _validate, convert
-from sparsegpu._backend import Backend, array_module, backend_of, is_device_array, resolve_backend, to_backend
+from sparsegpu._backend import (
+    Backend,
+    array_module,
+    backend_of,
+    is_device_array,
+    resolve_backend,
+    to_backend,
+)
 from sparsegpu.formats import _elementwise as ew
 from sparsegpu.formats._base import SparseMatrix, format_key
 from sparsegpu.formats.csr import CSR

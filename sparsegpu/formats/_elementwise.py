@@ -14,8 +14,9 @@ atomics), so every result is bitwise the same run to run.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp

@@ -40,7 +40,7 @@ def line_sums(indptr: Any, data: Any) -> Any:
     return segment_sums(data, indptr)
 
 
-def _lex_greater(a: Any, b: Any, xp: ModuleType) -> Any:
+def _lex_greater(a: Any, b: Any) -> Any:
     """a > b in NumPy's order for complex numbers (real part first, then imaginary)."""
     return (a.real > b.real) | ((a.real == b.real) & (a.imag > b.imag))
 
@@ -49,7 +49,7 @@ def _pick(a: Any, b: Any, op: str, xp: ModuleType) -> Any:
     """NumPy's maximum / minimum of two arrays (NaN propagates; complex: lexicographic)."""
     if a.dtype.kind != "c":
         return (xp.maximum if op == "max" else xp.minimum)(a, b)
-    first_wins = _lex_greater(a, b, xp) if op == "max" else _lex_greater(b, a, xp)
+    first_wins = _lex_greater(a, b) if op == "max" else _lex_greater(b, a)
     return xp.where(first_wins | xp.isnan(a), a, b)
 
 
