@@ -82,11 +82,12 @@ def shares_memory(a, b) -> bool:
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("shape", SHAPES)
-def test_add_subtract_multiply_match_scipy(rng, fmt, shape):
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_add_subtract_multiply_match_scipy(rng, fmt, shape, index_dtype):
     S, T = random_sparse(rng, shape), random_sparse(rng, shape)
-    A, B = make(S, fmt), make(T, fmt)
+    A, B = make(S, fmt, index_dtype=index_dtype), make(T, fmt, index_dtype=index_dtype)
     for got, want in ((A + B, S + T), (A - B, S - T), (A * B, S * T), (A.multiply(B), S.multiply(T))):
-        assert got.format == ("csc" if fmt == "csc" else "csr")
+        assert got.format == ("csc" if fmt == "csc" else "csr") and got.index_dtype == index_dtype
         assert_same_pattern_and_values(got, want, exact=True)
         assert not shares_memory(got, A) and not shares_memory(got, B)
 
@@ -507,6 +508,15 @@ def test_gpu_dense_operands_and_libraries(rng):
         A + make(S, "csr", "cpu")
     with pytest.raises(TypeError, match="CPU backend"):
         make(S, "csr", "cpu") + cupy.asarray(D)
+    mask = rng.random(40) > 0.5
+    np.testing.assert_array_equal(dense(A[cupy.asarray(mask)]), S[mask].toarray())
+    S.data[::4] = 0
+    A = make(S, "sell", "gpu")
+    A.eliminate_zeros()
+    W = S.copy()
+    W.eliminate_zeros()
+    assert_on_gpu(A)
+    assert A.nnz == W.nnz and np.array_equal(dense(A), W.toarray())
 
 
 @pytest.mark.gpu
