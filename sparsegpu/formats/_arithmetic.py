@@ -63,16 +63,15 @@ class ArithmeticMixin(StructureMixin):
 
     # ------------------------------------------------------------------ operands
     def _sparse_operand(self, other: Any) -> Any:
-        """``other`` (a sparsegpu or scipy sparse matrix) on this matrix's backend, same shape."""
+        """``other`` (a sparsegpu or scipy sparse matrix) on this matrix's backend, same shape
+        (checked before a scipy operand is converted)."""
+        if tuple(other.shape) != self._shape:
+            raise ValueError(f"inconsistent shapes: {self._shape} and {tuple(other.shape)}")
         if sp.issparse(other):
-            if other.ndim != 2:
-                raise ValueError(f"expected a 2-D sparse operand, got {other.ndim}-D")
-            other = self.formats["csr"].from_scipy(other, backend=self._backend)
-        elif other.backend != self._backend:
+            return self.formats["csr"].from_scipy(other, backend=self._backend)
+        if other.backend != self._backend:
             raise TypeError(f"the operands live on different backends ({self._backend} and {other.backend}); "
                             f"move one with .asbackend('{self._backend}')")
-        if other.shape != self._shape:
-            raise ValueError(f"inconsistent shapes: {self._shape} and {other.shape}")
         return other
 
     def _dense_operand(self, other: Any) -> Any:

@@ -76,7 +76,7 @@ def segment_sums(values: Any, offsets: Any) -> Any:
     real = primitives.segmented_reduce(values.real.copy(), offsets, "sum")
     imag = primitives.segmented_reduce(values.imag.copy(), offsets, "sum")
     out = real.astype(values.dtype)
-    out.imag[...] = imag
+    out.imag = imag  # the setter: NumPy and CuPy both write the imaginary parts in place
     return out
 
 

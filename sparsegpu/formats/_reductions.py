@@ -30,8 +30,8 @@ def total(data: Any) -> Any:
     import cupy
 
     out = cupy.empty((), data.dtype)
-    out.real[...] = real
-    out.imag[...] = imag
+    out.real = real
+    out.imag = imag
     return out
 
 
