@@ -7,8 +7,8 @@ as SciPy's sparse arrays), ``c * A``, ``A / c``, ``-A``, ``abs(A)`` and :meth:`m
 - sparse with sparse (same shape): the union (``+``, ``-``) or intersection (``*``) of the
   patterns, entries whose result is exactly zero dropped (cancellation included), indices
   sorted; CSR for CSR, CSC for CSC, CSR for the other formats. The CPU backend runs SciPy's
-  compiled routine; the GPU backend sorts the two patterns' keys together and combines pairs
-  (:func:`sparsegpu.formats._elementwise.merge`), bitwise reproducibly.
+  compiled routine; the GPU backend merges the two sorted patterns by binary searches and
+  combines pairs (:func:`sparsegpu.formats._elementwise.merge`), bitwise reproducibly.
 - sparse with dense: ``+`` and ``-`` give a dense array (NumPy in, NumPy out; CuPy in, CuPy
   out); :meth:`multiply` gives a COO matrix, broadcasting a dense row or column as SciPy does.
 - sparse with scalar: ``*`` and ``/`` scale the stored values (explicit zeros stay, the format

@@ -113,8 +113,48 @@ def merge(a: tuple[Any, Any, Any], b: tuple[Any, Any, Any], op: str, shape: tupl
     exactly zero are dropped.
 
     ``a`` and ``b`` are canonical compressed arrays of the same orientation and ``shape``
-    (major, minor); the result is canonical, in ``dtype`` and ``index_dtype``.
+    (major, minor); the result is canonical, in ``dtype`` and ``index_dtype``. Each operand's
+    keys (``major * n_minor + minor``) increase, so a binary search of every key in the other
+    operand gives its slot in the union (a merge, no sort); a key in both takes one slot.
+    Where the key would overflow int64, a stable sort of the pairs does the merge instead.
     """
+    width = max(shape[1], 1)
+    if shape[0] * width > _INT64_MAX:
+        return merge_by_sort(a, b, op, shape, dtype, index_dtype, xp)
+    (a_keys, a_values), (b_keys, b_values) = ((_keys(indptr, indices, width, xp), data.astype(dtype))
+                                              for indptr, indices, data in (a, b))
+    b_below_a = xp.searchsorted(b_keys, a_keys, side="left")  # B's keys smaller than each A key
+    a_below_b = xp.searchsorted(a_keys, b_keys, side="left")
+    partner = xp.minimum(b_below_a, max(b_keys.size - 1, 0))
+    matched = (b_below_a < b_keys.size) & (b_keys[partner] == a_keys) if b_keys.size else b_below_a < 0
+    matched_before = xp.zeros(a_keys.size + 1, dtype=np.int64)  # matched A keys before each place
+    if a_keys.size:
+        matched_before[1:] = xp.cumsum(matched.astype(np.int64))
+    n_union = a_keys.size + b_keys.size - int(matched_before[-1])
+    a_slot = xp.arange(a_keys.size, dtype=np.int64) + b_below_a - matched_before[:-1]
+    b_slot = xp.arange(b_keys.size, dtype=np.int64) + a_below_b - matched_before[a_below_b]
+    keys = xp.empty(n_union, dtype=np.int64)
+    keys[a_slot] = a_keys
+    keys[b_slot] = b_keys  # a shared key: the same value again
+    left, right = xp.zeros(n_union, dtype=dtype), xp.zeros(n_union, dtype=dtype)
+    left[a_slot] = a_values
+    right[b_slot] = b_values
+    result = BINARY_OPS[op](left, right).astype(dtype, copy=False)
+    kept = xp.flatnonzero(result != 0)
+    keys = keys[kept]
+    new_indptr = convert.compress(keys // width, shape[0], index_dtype, xp)
+    return new_indptr, (keys % width).astype(index_dtype), result[kept]
+
+
+def _keys(indptr: Any, indices: Any, width: int, xp: ModuleType) -> Any:
+    """``major * width + minor`` of every entry, int64."""
+    return convert.expand_pointers(indptr, xp).astype(np.int64) * width + indices.astype(np.int64)
+
+
+def merge_by_sort(a: tuple[Any, Any, Any], b: tuple[Any, Any, Any], op: str, shape: tuple[int, int],
+                  dtype: np.dtype, index_dtype: np.dtype, xp: ModuleType) -> tuple[Any, Any, Any]:
+    """:func:`merge` by a stable sort of both operands' (major, minor) pairs, A's entry first
+    where a pair is in both: for shapes whose packed key would overflow int64."""
     a_indptr, a_indices, a_data = a
     b_indptr, b_indices, b_data = b
     n_a = a_indices.size
@@ -122,7 +162,7 @@ def merge(a: tuple[Any, Any, Any], b: tuple[Any, Any, Any], op: str, shape: tupl
                              convert.expand_pointers(b_indptr, xp).astype(np.int64)])
     minors = xp.concatenate([a_indices.astype(np.int64), b_indices.astype(np.int64)])
     values = xp.concatenate([a_data.astype(dtype), b_data.astype(dtype)])
-    order, keys = entry_order(majors, minors, shape[1], xp)  # stable: A's entry before B's
+    order, keys = entry_order(majors, minors, shape[1], xp)
     first = xp.flatnonzero(_starts(keys, xp))
     following = xp.concatenate([first[1:], xp.asarray([order.size], dtype=first.dtype)])
     both = (following - first) == 2

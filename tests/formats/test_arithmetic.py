@@ -165,13 +165,27 @@ def test_merge_matches_scipy_bitwise(rng, op, dtype, shape):
     arrays = [(M.indptr, M.indices, M.data) for M in (S, T)]
     want = {"add": S + T, "subtract": S - T, "multiply": S.multiply(T)}[op]
     want.sum_duplicates()
-    indptr, indices, data = ew.merge(*arrays, op, shape, np.dtype(dtype), np.dtype(np.int32), np)
-    assert np.array_equal(indptr, want.indptr) and np.array_equal(indices, want.indices)
-    assert data.dtype == dtype
-    if op == "multiply" and np.dtype(dtype).kind == "c":  # SciPy's compiled complex product rounds its own way
-        np.testing.assert_allclose(data, want.data, rtol=4 * np.finfo(dtype).eps, atol=0)
-    else:
-        assert np.array_equal(data, want.data)
+    for merge in (ew.merge, ew.merge_by_sort):
+        indptr, indices, data = merge(*arrays, op, shape, np.dtype(dtype), np.dtype(np.int32), np)
+        assert np.array_equal(indptr, want.indptr) and np.array_equal(indices, want.indices)
+        assert data.dtype == dtype
+        if op == "multiply" and np.dtype(dtype).kind == "c":  # SciPy's compiled complex product rounds its own way
+            np.testing.assert_allclose(data, want.data, rtol=4 * np.finfo(dtype).eps, atol=0)
+        else:
+            assert np.array_equal(data, want.data)
+
+
+def test_entry_order_sorts_pairs_whose_key_would_overflow(rng):
+    majors = rng.integers(0, 2**40, 200).astype(np.int64)
+    majors[:50] = majors[50:100]  # repeated majors: ties broken by the minor index, then stably
+    minors = rng.integers(0, 3, 200).astype(np.int64)
+    order, keys = ew.entry_order(majors, minors, 2**40, np)
+    assert keys.shape == (2, 200)
+    want = np.lexsort((np.arange(200), minors, majors))
+    assert np.array_equal(order, want)
+    first = np.flatnonzero(ew._starts(keys, np))
+    pairs = set(zip(majors.tolist(), minors.tolist()))
+    assert first.size == len(pairs)
 
 
 def test_merge_keeps_inf_times_missing_as_scipy():
@@ -525,11 +539,12 @@ def test_gpu_merge_matches_numpy_reference(rng):
 
     S, T = random_sparse(rng, (1000, 800), density=0.01), random_sparse(rng, (1000, 800), density=0.01)
     for op in ("add", "subtract", "multiply"):
-        host = ew.merge((S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data), op, S.shape,
-                        np.dtype(np.float64), np.dtype(np.int32), np)
-        device = ew.merge(*[tuple(cupy.asarray(a) for a in (M.indptr, M.indices, M.data)) for M in (S, T)], op,
-                          S.shape, np.dtype(np.float64), np.dtype(np.int32), cupy)
-        assert all(np.array_equal(h, d.get()) for h, d in zip(host, device))
+        for merge in (ew.merge, ew.merge_by_sort):
+            host = merge((S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data), op, S.shape,
+                         np.dtype(np.float64), np.dtype(np.int32), np)
+            device = merge(*[tuple(cupy.asarray(a) for a in (M.indptr, M.indices, M.data)) for M in (S, T)], op,
+                           S.shape, np.dtype(np.float64), np.dtype(np.int32), cupy)
+            assert all(np.array_equal(h, d.get()) for h, d in zip(host, device))
 
 
 @pytest.mark.gpu
