@@ -300,7 +300,24 @@ class StructureMixin:
     def min(self, axis: Any = None, *, explicit: bool = False) -> Any:
         """The smallest entry, counting the implicit zeros (unless ``explicit``), as SciPy.
 
-        Parameters, returns and errors as :meth:`max`.
+        Parameters
+        ----------
+        axis : {None, 0, 1, -2, -1}, optional
+            None: over everything; 0: each column; 1: each row.
+        explicit : bool, optional
+            Only the stored entries count (a row without any gives 0).
+
+        Returns
+        -------
+        scalar or ndarray
+            As for :meth:`max`.
+
+        Raises
+        ------
+        ValueError
+            An invalid ``axis``; a reduction over an empty axis (as SciPy).
+        TypeError
+            ``axis`` not an integer, ``explicit`` not a bool.
 
         Examples
         --------
@@ -325,6 +342,11 @@ class StructureMixin:
     def __getitem__(self, key: Any) -> Any:
         """Rows ``A[i:j]``, ``A[i:j:step]``, ``A[rows]`` (integers, negatives from the end,
         repeats allowed, or a boolean mask), each optionally followed by ``, :``, as SciPy.
+
+        Parameters
+        ----------
+        key : slice, sequence of int, ndarray of int or bool, or (rows, :)
+            The rows, in the order given; a NumPy or CuPy array for a GPU matrix.
 
         Returns
         -------
@@ -404,6 +426,10 @@ class StructureMixin:
 
         The matrix keeps its format (a padded format is rebuilt with its layout parameters)
         and its cached plans are dropped.
+
+        Returns
+        -------
+        None
 
         Examples
         --------
