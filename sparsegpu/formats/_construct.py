@@ -119,6 +119,7 @@ def eye(m: int, n: int | None = None, k: int = 0, dtype: Any = float, format: st
     if length < 0:
         raise ValueError(f"diagonal k={k} lies outside a {m}x{n} matrix (as SciPy, |k| may reach the edge only)")
     index_dtype = _validate.index_dtype((m, n), length)
+    _validate.ensure_fits((m + 1 + length) * 8 + length * dtype.itemsize, f"a {m}x{n} identity", target)
     first = max(0, -k)
     indptr = xp.clip(xp.arange(m + 1, dtype=np.int64) - first, 0, length).astype(index_dtype)
     indices = xp.arange(first + k, first + k + length, dtype=index_dtype)
@@ -189,6 +190,7 @@ def diags(diagonals: Any, offsets: Any = 0, shape: tuple[int, int] | None = None
         size = (values[0].size if values else 0) + abs(offsets[0] if offsets else 0)
         shape = (size, size)
     m, n = _validate.shape2d(shape)
+    _validate.ensure_fits((m + 1) * 8 + sum(min(m, n) for _ in offsets) * 24, f"a {m}x{n} diagonal matrix", target)
     stored = (_validate.value_dtype(np.result_type(*[v.dtype for v in values])) if values else np.dtype(np.float64)) \
         if dtype is None else _validate.requested_value_dtype(dtype)
     rows, cols, data = [], [], []

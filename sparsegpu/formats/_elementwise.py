@@ -221,16 +221,20 @@ def multiply_dense(majors: Any, minors: Any, data: Any, dense: Any, dtype: np.dt
 
 def select_lines(indptr: Any, indices: Any, data: Any, lines: Any, xp: ModuleType) -> tuple[Any, Any, Any]:
     """The compressed arrays of the major lines ``lines`` (in that order, repeats allowed):
-    new arrays, one gather."""
+    new arrays, one gather; int64 indices where repeats take the entries past int32."""
     lines = lines.astype(np.int64)
-    begins = indptr[lines].astype(np.int64) if lines.size else xp.zeros(0, np.int64)
-    lengths = indptr[lines + 1].astype(np.int64) - begins if lines.size else begins
-    new_indptr = xp.zeros(lines.size + 1, dtype=indptr.dtype)
+    begins = indptr[lines].astype(np.int64)
+    lengths = indptr[lines + 1].astype(np.int64) - begins
+    total = int(lengths.sum()) if lines.size else 0
+    _validate.ensure_fits(total * (indices.itemsize + data.itemsize + 24), "the selected rows",
+                          "cpu" if xp is np else "gpu")
+    index_dtype = np.result_type(indptr.dtype, _validate.index_dtype((0, 0), total))
+    new_indptr = xp.zeros(lines.size + 1, dtype=index_dtype)
     if lines.size:
-        new_indptr[1:] = xp.cumsum(lengths).astype(indptr.dtype)
+        new_indptr[1:] = xp.cumsum(lengths).astype(index_dtype)
     owner = convert.expand_pointers(new_indptr, xp).astype(np.int64)
     source = begins[owner] + xp.arange(owner.size, dtype=np.int64) - new_indptr[owner].astype(np.int64)
-    return new_indptr, indices[source], data[source]
+    return new_indptr, indices[source].astype(index_dtype), data[source]
 
 
 def slice_lines(indptr: Any, indices: Any, data: Any, start: int, stop: int) -> tuple[Any, Any, Any]:
