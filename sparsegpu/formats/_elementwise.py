@@ -234,7 +234,7 @@ def select_lines(indptr: Any, indices: Any, data: Any, lines: Any, xp: ModuleTyp
         new_indptr[1:] = xp.cumsum(lengths).astype(index_dtype)
     owner = convert.expand_pointers(new_indptr, xp).astype(np.int64)
     source = begins[owner] + xp.arange(owner.size, dtype=np.int64) - new_indptr[owner].astype(np.int64)
-    return new_indptr, indices[source].astype(index_dtype), data[source]
+    return new_indptr, indices[source].astype(index_dtype, copy=False), data[source]
 
 
 def slice_lines(indptr: Any, indices: Any, data: Any, start: int, stop: int) -> tuple[Any, Any, Any]:
