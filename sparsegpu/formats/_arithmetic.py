@@ -38,7 +38,7 @@ def as_scalar(value: Any) -> Any:
     array), a Python number kept as it is (NumPy's weak scalars); else None."""
     if isinstance(value, (numbers.Number, np.number, np.bool_)) and not isinstance(value, np.ndarray):
         return value
-    if (isinstance(value, np.ndarray) or is_device_array(value)) and value.ndim == 0:
+    if (isinstance(value, np.ndarray) or is_device_array(value)) and value.ndim == 0 and value.dtype.kind in "biufc":
         host = value.get() if is_device_array(value) else value
         return host[()]
     return None

@@ -136,11 +136,11 @@ class StructureMixin:
         if self.format in COMPRESSED:
             axis = 0 if self.format == "csr" else 1
             return self._compressed(tuple(a.copy() for a in self._lines(axis)), 1 - axis, shape)
-        indptr, indices, data = self._lines(1)  # the CSR of A^T
+        indptr, indices, data = self._lines(1)  # the CSR of A^T: new arrays, gathered from A's CSR
         if self.format == "coo":
             rows = convert.expand_pointers(indptr, self._xp)
-            return self.formats["coo"]._make(rows, indices.copy(), data.copy(), shape, self._backend)
-        return self._compressed((indptr.copy(), indices.copy(), data.copy()), 0, shape)
+            return self.formats["coo"]._make(rows, indices, data, shape, self._backend)
+        return self._compressed((indptr, indices, data), 0, shape)
 
     def conj(self, copy: bool = True) -> Any:
         """The complex conjugate (a copy for a real matrix); same format.
