@@ -296,7 +296,7 @@ class ArithmeticMixin(StructureMixin):
                              "another shape broadcasts only as a row or a column of this matrix)")
         other = other.to_csr()
         values = other.toarray().ravel()
-        ones = self._xp.ones(other.nnz, dtype=np.int8)  # every stored entry, explicit zeros included
+        ones = self._xp.ones(other.nnz, dtype=np.float32)  # every stored entry, explicit zeros included
         present = self.formats["csr"]._make(ones, other.indices, other.indptr, other.shape, self._backend)
         stored = present.toarray().ravel() != 0
         dtype = np.result_type(self._dtype, other.dtype)
