@@ -188,7 +188,7 @@ def scipy_binop(a: tuple[Any, Any, Any], b: tuple[Any, Any, Any], op: str, shape
     out = left.multiply(right) if op == "multiply" else BINARY_OPS[op](left, right)
     out = sp.csr_array(out)
     out.sum_duplicates()
-    return (out.indptr.astype(index_dtype), out.indices.astype(index_dtype),
+    return (out.indptr.astype(index_dtype, copy=False), out.indices.astype(index_dtype, copy=False),
             out.data.astype(dtype, copy=False))
 
 

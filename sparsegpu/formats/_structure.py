@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from sparsegpu import _validate, convert
 from sparsegpu._backend import is_device_array, to_backend
@@ -52,6 +53,13 @@ class StructureMixin:
         indptr, indices, data = arrays
         cls = self.formats["csr" if axis == 0 else "csc"]
         return cls._make(data, indices, indptr, self._shape if shape is None else shape, self._backend)
+
+    def _scipy_view(self, axis: int) -> Any:
+        """A scipy CSR (axis 0) or CSC (axis 1) array over the host arrays, not copied: for
+        SciPy's read-only routines on the CPU backend."""
+        indptr, indices, data = self._lines(axis)
+        cls = sp.csr_array if axis == 0 else sp.csc_array
+        return cls((data, indices, indptr), shape=self._shape, copy=False)
 
     def _owned(self, result: Any) -> Any:
         """``result`` with copies of any array it shares with ``self``."""
@@ -192,8 +200,7 @@ class StructureMixin:
         m, n = self._shape
         _validate.ensure_fits(m * n * np.dtype(dtype).itemsize, f"a dense {m}x{n} array", self._backend)
         if self._backend == "cpu":
-            indptr, indices, data = self._lines(0)
-            return self._compressed((indptr, indices, data), 0).to_scipy().toarray().astype(dtype, copy=False)
+            return self._scipy_view(0).toarray().astype(dtype, copy=False)
         return ew.to_dense(*self._canonical_lines(0), self._shape, dtype, self._xp)
 
     # ------------------------------------------------------------------ reductions
@@ -261,6 +268,8 @@ class StructureMixin:
         target = self._dtype if dtype is None else _validate.requested_value_dtype(dtype)
         if axis is None:
             return red.total(self._lines(0)[2].astype(target, copy=False))
+        if self._backend == "cpu" and self.format in COMPRESSED:  # SciPy's pass, no transposed copy
+            return self._scipy_view(0 if self.format == "csr" else 1).sum(axis=axis, dtype=target)
         indptr, _, data = self._lines(1 - axis)
         return red.line_sums(indptr, data.astype(target, copy=False))
 
