@@ -259,8 +259,9 @@ class ArithmeticMixin(StructureMixin):
         """Entry-wise product with a broadcastable dense array: a COO matrix."""
         shape = self._broadcast_shape(dense)
         dtype = np.result_type(self._dtype, dense.dtype)
-        if self._shape == (1, 1):  # SciPy: the single value times the dense array, dense
-            return self._xp.multiply(self.sum(), to_backend(dense, self._backend)).reshape(shape)
+        if self._shape == (1, 1):  # SciPy: the single value times the dense array, dense (its library)
+            value = to_backend(self.sum(), backend_of(dense))
+            return (np if isinstance(dense, np.ndarray) else self._xp).multiply(value, dense).reshape(shape)
         dense = to_backend(dense, self._backend)
         xp = self._xp
         indptr, cols, data = self._canonical_lines(0)
