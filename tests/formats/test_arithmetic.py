@@ -213,6 +213,29 @@ def test_canonical_and_dense_arrays_on_numpy(rng):
     np.testing.assert_array_equal(ew.to_dense(p, i, d, (3, 4), np.dtype(np.float64), np), W.toarray())
 
 
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+def test_gpu_branches_on_numpy_arrays(rng, monkeypatch, fmt, dtype):
+    """The GPU backend's branches (merge instead of SciPy, scatter instead of SciPy's toarray,
+    segmented sums) run over NumPy arrays: matrices labelled "gpu" whose array module is NumPy."""
+    monkeypatch.setattr(sparsegpu.SparseMatrix, "_xp", property(lambda self: np))
+    S, T = random_sparse(rng, (30, 20), dtype), random_sparse(rng, (30, 20), dtype, density=0.5)
+    T = sp.csr_array(T - sp.csr_array((S.data[:9], S.indices[:9], np.minimum(S.indptr, 9)), shape=S.shape))
+    A, B = make(S, fmt), make(T, fmt)
+    for M in (A, B):
+        M._backend = "gpu"
+    real = np.dtype(dtype).kind == "f"
+    for got, want, exact in ((A + B, S + T, True), (A - B, S - T, True), (A * B, S.multiply(T), real)):
+        assert got.backend == "gpu"
+        assert_same_pattern_and_values(got, want, dtype, exact=exact)
+    np.testing.assert_array_equal(A.toarray(), S.toarray())
+    tol = TOLERANCE[np.dtype(dtype).type]
+    for axis in (0, 1):
+        np.testing.assert_allclose(A.sum(axis=axis), S.sum(axis=axis), rtol=tol, atol=tol)
+    for key in (slice(3, 9), slice(None, None, 4)):
+        np.testing.assert_array_equal(dense(A[key]), S[key].toarray())
+
+
 # --------------------------------------------------------------------------- scalars
 
 
