@@ -547,6 +547,13 @@ def test_gpu_dense_operands_and_libraries(rng):
         make(S, "csr", "cpu") + cupy.asarray(D)
     mask = rng.random(40) > 0.5
     np.testing.assert_array_equal(dense(A[cupy.asarray(mask)]), S[mask].toarray())
+    row = random_sparse(rng, (1, 30), density=0.5)
+    product = A.multiply(make(row, "csr", "gpu"))
+    assert_on_gpu(product)
+    assert_same_pattern_and_values(product, S.multiply(row), exact=True)
+    out = A.multiply(D[:1, :1] * np.ones((40, 30)))
+    assert_on_gpu(out)
+    assert np.array_equal(dense(out), S.multiply(D[:1, :1] * np.ones((40, 30))).toarray())
     S.data[::4] = 0
     A = make(S, "sell", "gpu")
     A.eliminate_zeros()
