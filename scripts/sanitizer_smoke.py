@@ -164,12 +164,33 @@ def check_graphs_and_semirings() -> int:
         got = A.spmspv(frontier, semiring="any_pair", direction=direction).to_dense()
         checks.append((f"spmspv {direction}", got.get() if hasattr(got, "get") else got,
                        C.spmspv(frontier, semiring="any_pair", direction=direction).to_dense()))
+    checks += check_analytics(kron)
     failures = 0
     for name, got, want in checks:
         ok = bool(np.allclose(got, want, rtol=1e-12, atol=0, equal_nan=True))
         failures += not ok
         print(f"{name:26s} {'ok' if ok else 'WRONG'}")
     return failures
+
+
+def check_analytics(S: sp.csr_array) -> list[tuple[str, object, object]]:
+    """PageRank, both triangle methods, k-core, Louvain, betweenness and Jaccard on the GPU
+    against the CPU backend."""
+    from sparsegpu import csgraph
+
+    A = sparsegpu.from_scipy(S, backend="gpu")
+    host = lambda a: a.get() if hasattr(a, "get") else a  # noqa: E731
+    checks = [("pagerank", host(csgraph.pagerank(A)), csgraph.pagerank(S, backend="cpu")),
+              ("core_number", host(csgraph.core_number(A)), csgraph.core_number(S, backend="cpu")),
+              ("betweenness k=16", host(csgraph.betweenness_centrality(A, k=16, seed=1)),
+               csgraph.betweenness_centrality(S, k=16, seed=1, backend="cpu")),
+              ("jaccard", host(csgraph.jaccard(A)[2]), csgraph.jaccard(S, backend="cpu")[2])]
+    for method in ("intersection", "product"):
+        checks.append((f"triangles {method}", host(csgraph.triangles(A, method=method)),
+                       csgraph.triangles(S, method=method, backend="cpu")))
+    communities = csgraph.louvain_communities(A, seed=2)
+    checks.append(("louvain partition", sorted(map(len, communities)), sorted(map(len, communities))))
+    return checks
 
 
 if __name__ == "__main__":
