@@ -55,6 +55,8 @@ TEMPLATES = tuple(f"spgemm_rows<{{V}}, {{I}}, {{S}}, {nt}, {table}, {phase}>"
     "spgemm_expand<{V}, {I}, {S}>", "spgemm_fold_runs<{V}, {I}, {S}>")
 _semiring.register_predefined("spgemm.cu", TEMPLATES)
 NULL_POINTER = np.uint64(0)
+#: Fill each block's output with -1 / NaN before the kernels write it (tests: unwritten entries show).
+POISON = False
 INT32_MAX = np.iinfo(np.int32).max
 
 
@@ -380,8 +382,8 @@ def _device_block(device: _Device, lo: int, hi: int, bounds: Any, drop: bool) ->
         counts[esc_local] = esc_counts
     indptr = _pointers(counts, cp)
     total = int(indptr[-1])
-    indices = cp.empty(total, device.index_dtype)
-    data = cp.empty(total, device.dtype)
+    indices = cp.full(total, -1, device.index_dtype) if POISON else cp.empty(total, device.index_dtype)
+    data = cp.full(total, np.nan, device.dtype) if POISON else cp.empty(total, device.dtype)
     numeric_bins = reference.bin_rows(counts, CAPACITIES, cp)
     if esc_local.size:
         numeric_bins[esc_local] = -1
