@@ -50,8 +50,13 @@ def assert_same_pattern_and_values(C, expected, dtype):
     assert np.abs(got.data - expected.data).max(initial=0.0) <= tol * scale * 4
 
 
+def ones_pattern(S):
+    return sp.csr_array((np.ones(S.nnz), S.indices, S.indptr), shape=S.shape)
+
+
 def structure_product(S, T):
-    return sp.csr_array((abs(S).astype(bool).astype(np.int64) @ abs(T).astype(bool).astype(np.int64)) > 0)
+    """The pattern of every product of stored entries (explicit zeros included)."""
+    return sp.csr_array((ones_pattern(S) @ ones_pattern(T)) > 0)
 
 
 def dense_oracle(S, T, semiring, dtype):
