@@ -126,12 +126,11 @@ template <class V, class I, int NT, int TABLE> struct Shared {
     I* keys;              // [TABLE] the hash table (-1: empty)
     I* sorted;            // [TABLE] the row's columns, sorted
     int* position;        // [TABLE] sorted position of the key in each slot
-    int* staged_position; // [NT] this round's sorted positions (-1: none)
     int* count;           // [1]
 
     __host__ __device__ static constexpr long long bytes() {
         const long long raw = (long long)sizeof(V) * (TABLE + 2 * NT) + 8LL * (2 * NT + NT / 32) +
-                              (long long)sizeof(I) * 2 * TABLE + 4LL * (TABLE + NT + 1);
+                              (long long)sizeof(I) * 2 * TABLE + 4LL * (TABLE + 1);
         return (raw + 15) / 16 * 16;
     }
 
@@ -145,8 +144,7 @@ template <class V, class I, int NT, int TABLE> struct Shared {
         keys = reinterpret_cast<I*>(warp_totals + NT / 32);
         sorted = keys + TABLE;
         position = reinterpret_cast<int*>(sorted + TABLE);
-        staged_position = position + TABLE;
-        count = staged_position + NT;
+        count = position + TABLE;
     }
 };
 
@@ -247,7 +245,8 @@ __device__ __forceinline__ void fill_row(Shared<V, I, NT, TABLE>& sh, const long
     sort_keys<NT, TABLE>(sh.sorted, n);
     for (int s = tid; s < n; s += NT) {
         const I col = sh.sorted[s];
-        sh.position[find<TABLE>(sh.keys, col)] = s;
+        const int slot = find<TABLE>(sh.keys, col);  // present: every key was inserted
+        if (slot >= 0) sh.position[slot] = s;
         sh.acc[s] = S::identity();
         c_indices[out + s] = col;
     }
@@ -261,7 +260,6 @@ __device__ __forceinline__ void fill_row(Shared<V, I, NT, TABLE>& sh, const long
         sh.a_value, sh.chunk_end, sh.b_begin, sh.warp_totals, [&](bool valid, I col, V product) {
             const int slot = valid ? find<TABLE>(sh.keys, col) : -1;
             const int s = slot >= 0 ? sh.position[slot] : -1;
-            sh.staged_position[tid] = s;
             sh.staged_value[tid] = product;
             __syncwarp();
             const unsigned peers = __match_any_sync(sg::FULL_MASK, s);

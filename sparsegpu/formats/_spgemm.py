@@ -65,10 +65,10 @@ def group_shared_bytes(value_size: int, index_size: int, threads: int, table: in
     table and two rounds, pointers for the chunk, keys twice the table, int positions.
 
     >>> group_shared_bytes(8, 4, 32, 64)
-    2448
+    2320
     """
     raw = value_size * (table + 2 * threads) + 8 * (2 * threads + threads // 32) + index_size * 2 * table \
-        + 4 * (table + threads + 1)
+        + 4 * (table + 1)
     return (raw + 15) // 16 * 16
 
 
@@ -316,6 +316,8 @@ class _Device:
 
     def _compress(self, local: Any, cols: Any, values: Any, n_rows: int) -> tuple[Any, Any, Any]:
         cp = self.cupy
+        if local.size == 0:
+            return cp.zeros(n_rows, dtype=np.int64), cols, values
         order = cp.lexsort(cp.stack([cp.arange(local.size, dtype=np.int64), cols.astype(np.int64), local]))
         local, cols, values = local[order], cols[order], values[order]
         heads = cp.ones(local.size, dtype=bool)
