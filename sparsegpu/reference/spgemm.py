@@ -41,10 +41,10 @@ import numpy as np
 Csr = tuple[np.ndarray, np.ndarray, np.ndarray]
 Pattern = tuple[np.ndarray, np.ndarray]
 
-#: Bytes of device memory one product costs in the ESC path, beyond its column and value:
-#: product-to-entry map, keep flag, sort keys and permutation, sorted copies (kernels and
-#: sparsegpu/formats/_spgemm.py's ESC path).
-ESC_OVERHEAD_BYTES = 48
+#: Bytes of device memory one product costs in the ESC path, beyond its column and value
+#: (counted twice: expanded and sorted): its entry and row numbers, keep flag, the three int64
+#: sort keys, the permutation and the sort's scratch (sparsegpu/formats/_spgemm.py's ESC path).
+ESC_OVERHEAD_BYTES = 128
 #: Bytes per row of a block beyond its entries: counts, pointers, bin lists.
 ROW_OVERHEAD_BYTES = 48
 
@@ -75,7 +75,7 @@ def row_costs(products: Any, entries: Any, esc: Any, entry_bytes: int) -> Any:
     """Estimated working bytes of each row (int64): its output entries (kept twice: the block's
     arrays and the zero-dropping copy), its products when it goes through ESC, and a fixed
     per-row part. ``esc`` flags the rows computed by ESC."""
-    esc_bytes = products * (entry_bytes + ESC_OVERHEAD_BYTES)
+    esc_bytes = products * (2 * entry_bytes + ESC_OVERHEAD_BYTES)
     return 2 * entries * entry_bytes + esc * esc_bytes + ROW_OVERHEAD_BYTES
 
 
