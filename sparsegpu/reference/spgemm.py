@@ -193,6 +193,66 @@ def numeric_fill(rows: np.ndarray, offsets: np.ndarray, a: Csr, b: Csr, add: Any
     return counts
 
 
+# --------------------------------------------------------------------------- one hash row
+
+
+def chunk_products(b_lengths: np.ndarray, threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """The kernels' walk over a row's products: A's row in chunks of ``threads`` entries; in a
+    chunk, product t belongs to the first entry whose inclusive scan of B row lengths exceeds t
+    (a binary search), at offset t minus the scan before it. Returns (entry, offset in its B row)
+    per product, in visiting order.
+
+    >>> [a.tolist() for a in chunk_products(np.array([2, 0, 1, 3]), 2)]
+    [[0, 0, 2, 3, 3, 3], [0, 1, 0, 0, 1, 2]]
+    """
+    entries, offsets = [], []
+    for base in range(0, b_lengths.size, threads):
+        lengths = np.zeros(threads, dtype=np.int64)
+        chunk = b_lengths[base:base + threads]
+        lengths[:chunk.size] = chunk
+        ends = np.cumsum(lengths)
+        for t in range(int(ends[-1])):
+            lo, hi = 0, threads - 1
+            while lo < hi:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if ends[mid] > t else (mid + 1, hi)
+            entries.append(base + lo)
+            offsets.append(t - (int(ends[lo - 1]) if lo > 0 else 0))
+    return np.asarray(entries, dtype=np.int64), np.asarray(offsets, dtype=np.int64)
+
+
+def hash_row(row: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, mask: Pattern | None,
+             complement: bool, threads: int, table: int) -> tuple[np.ndarray, np.ndarray]:
+    """One row as a hash kernel group computes it: products walked by :func:`chunk_products`,
+    columns inserted in a ``table``-slot linear-probing table (the kernels' hash), keys sorted,
+    each entry folded from the identity in visiting order. Returns (columns, values)."""
+    a_indptr, a_indices, a_data = a
+    b_indptr, b_indices, b_data = b
+    lo, hi = int(a_indptr[row]), int(a_indptr[row + 1])
+    k = a_indices[lo:hi]
+    entries, offsets = chunk_products((b_indptr[k + 1] - b_indptr[k]).astype(np.int64), threads)
+    q = b_indptr[k[entries]].astype(np.int64) + offsets if entries.size else entries
+    cols = b_indices[q].astype(np.int64)
+    keep = np.ones(cols.size, dtype=bool)
+    if mask is not None:
+        keep = in_mask(np.full(cols.size, row), cols, mask) != complement
+    slots = np.full(table, -1, dtype=np.int64)
+    for col in cols[keep]:
+        slot = (int(col) * 2654435761) & (table - 1)
+        while slots[slot] not in (-1, col):
+            slot = (slot + 1) & (table - 1)
+        slots[slot] = col
+    keys = np.sort(slots[slots >= 0])
+    values = np.full(keys.size, identity, dtype=a_data.dtype)
+    position = {int(key): s for s, key in enumerate(keys)}
+    products = np.asarray(mul(a_data[lo + entries], b_data[q]), dtype=a_data.dtype) if q.size else q
+    for col, product, allowed in zip(cols, np.broadcast_to(products, cols.shape), keep):
+        if allowed:
+            s = position[int(col)]
+            values[s] = add(np.asarray([values[s]]), np.asarray([product], dtype=a_data.dtype))[0]
+    return keys, values
+
+
 # --------------------------------------------------------------------------- driver
 
 

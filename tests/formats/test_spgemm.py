@@ -331,6 +331,29 @@ def test_reference_phases(rng):
     assert all(costs[lo:hi].sum() <= 250 or hi - lo == 1 for lo, hi in zip(blocks[:-1], blocks[1:]))
 
 
+@pytest.mark.parametrize("semiring", [sr.plus_times, sr.min_plus, sr.any_pair, sr.max_times], ids=lambda s: s.name)
+def test_hash_row_walk_matches_the_reference(rng, semiring):
+    # The kernels' per-row algorithm (chunked walk, binary search, linear probing, sorted keys,
+    # fold in visiting order), emulated row by row, against the vectorised reference.
+    S, T = every_bin_operands(rng)
+    S = sp.csr_array(S[:25])
+    M = random_csr(rng, S.shape[0], T.shape[1], 0.3)
+    a, b = (S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data)
+    add, mul, identity = semiring.add.ufunc, semiring.mul.apply, semiring.identity(np.float64)
+    for mask, complement in ((None, False), ((M.indptr, M.indices), True)):
+        expected = ref.csr_spgemm(a, b, add, mul, identity, n_cols=T.shape[1], mask=mask, complement=complement)
+        counts = np.diff(expected[0])
+        for row in range(S.shape[0]):
+            bin_id = ref.bin_rows(counts[row:row + 1], _spgemm.CAPACITIES)[0]
+            if bin_id < 0 or bin_id == len(_spgemm.HASH_BINS):
+                continue
+            _, threads, table = _spgemm.HASH_BINS[bin_id]
+            keys, values = ref.hash_row(row, a, b, add, mul, identity, mask, complement, threads, table)
+            lo, hi = expected[0][row], expected[0][row + 1]
+            assert np.array_equal(keys, expected[1][lo:hi])
+            np.testing.assert_allclose(values, expected[2][lo:hi], rtol=1e-13, atol=1e-13)
+
+
 def test_shared_layout_fits_every_bin():
     for value_size in (4, 8, 16):
         for index_size in (4, 8):
