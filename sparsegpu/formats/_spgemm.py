@@ -384,6 +384,8 @@ def _device_block(device: _Device, lo: int, hi: int, bounds: Any, drop: bool) ->
         counts[esc_local] = esc_counts
     indptr = _pointers(counts, cp)
     total = int(indptr[-1])
+    _validate.ensure_fits(total * (device.index_dtype.itemsize + device.dtype.itemsize),
+                          f"rows {lo}:{hi} of the product ({total} entries)", "gpu")
     indices = cp.full(total, -1, device.index_dtype) if POISON else cp.empty(total, device.index_dtype)
     data = cp.full(total, np.nan, device.dtype) if POISON else cp.empty(total, device.dtype)
     numeric_bins = reference.bin_rows(counts, CAPACITIES, cp)

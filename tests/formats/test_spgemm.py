@@ -230,6 +230,13 @@ def test_semiring_matches_dense_oracle(rng, backend, semiring, dtype, index_dtyp
     check_against_oracle(C, *dense_oracle(S, T, semiring, dtype), semiring)
 
 
+def test_user_made_semiring(rng, backend):
+    hop = sr.Semiring(sr.MIN, sr.BinaryOp("hop", lambda a, b: b + 1, "b + V(1)"))
+    S, T = random_csr(rng, 20, 15, 0.3), random_csr(rng, 15, 25, 0.3)
+    C = spgemm(sparsegpu.from_scipy(S, backend=backend), sparsegpu.from_scipy(T, backend=backend), semiring=hop)
+    check_against_oracle(C, *dense_oracle(S, T, hop, np.float64), hop)
+
+
 @pytest.mark.parametrize("semiring", [None, sr.plus_pair, sr.min_plus, sr.any_pair], ids=["scipy", "plus_pair",
                                                                                         "min_plus", "any_pair"])
 @pytest.mark.parametrize("complement", [False, True])
@@ -444,8 +451,7 @@ def test_kernels_poisoned_every_dtype(rng, dtype, index_dtype, monkeypatch):
 
 
 @pytest.mark.gpu
-def test_int64_pointers_when_output_needs_them():
-    # The index dtype follows the operands: an int32 product stays int32, int64 operands give int64.
+def test_int64_operands_give_int64_indices():
     S = datasets.poisson2d(30)
     A = sparsegpu.from_scipy(S, backend="gpu", index_dtype=np.int64)
     C = spgemm(A, A)
