@@ -136,7 +136,10 @@ def bench_product(name: str, S: sp.csr_array, product: str, backend: str = "gpu"
     left, right = _operands(S, product)
     A = sparsegpu.from_scipy(left, backend=backend)
     B = A if product == "AA" else sparsegpu.from_scipy(right, backend=backend)
-    ours_call = lambda: spgemm(A, B)  # noqa: E731
+
+    def ours_call() -> Any:
+        return spgemm(A, B)
+
     ours_peak = peak_pool_bytes(ours_call, backend)
     ours = ours_call()
     ours_host = ours.to_scipy()

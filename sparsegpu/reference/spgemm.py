@@ -34,6 +34,7 @@ outside it instead.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -279,7 +280,7 @@ def csr_spgemm(a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, *, n_cols
     esc = bin_rows(bounds, capacities) == len(capacities)
     blocks = row_blocks(row_costs(products, bounds, esc, entry_bytes), budget)
     pieces = [_block(int(lo), int(hi), a, b, add, mul, identity, bounds, capacities, mask, complement)
-              for lo, hi in zip(blocks[:-1], blocks[1:])]
+              for lo, hi in pairwise(blocks)]
     indptr, indices, data = _concatenate(pieces, m, a[2].dtype)
     return drop_zeros(indptr, indices, data) if drop_zero_values else (indptr, indices, data)
 

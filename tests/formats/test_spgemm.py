@@ -5,6 +5,8 @@ those marked gpu compare the CUDA kernels with the reference and SciPy."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -335,7 +337,7 @@ def test_reference_phases(rng):
     costs = rng.integers(1, 100, 200)
     blocks = ref.row_blocks(costs, 250)
     assert blocks[0] == 0 and blocks[-1] == 200 and np.all(np.diff(blocks) > 0)
-    assert all(costs[lo:hi].sum() <= 250 or hi - lo == 1 for lo, hi in zip(blocks[:-1], blocks[1:]))
+    assert all(costs[lo:hi].sum() <= 250 or hi - lo == 1 for lo, hi in pairwise(blocks))
 
 
 @pytest.mark.parametrize("semiring", [sr.plus_times, sr.min_plus, sr.any_pair, sr.max_times], ids=lambda s: s.name)
