@@ -33,13 +33,14 @@ reference for semirings and masks.
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from sparsegpu import _validate, primitives
-from sparsegpu._backend import array_module
+from sparsegpu._backend import array_module, to_host
 from sparsegpu._kernels import allow_dynamic_shared, blocks_for
 from sparsegpu.formats import _base, _semiring
 from sparsegpu.reference import spgemm as reference
@@ -257,12 +258,14 @@ def _host_spgemm(a: Any, b: Any, shape: tuple[int, int], semiring: Semiring | No
 
 
 class _Device:
-    """One product's operands and kernels on the GPU."""
+    """One product's operands and kernels on the GPU. ``xp``: the array module (CuPy);
+    ``kernels``: template -> launchable kernel (default: the compiled ones; the tests pass
+    NumPy emulations to check this module's index arithmetic without a GPU)."""
 
-    def __init__(self, a: Any, b: Any, n: int, semiring: Semiring | None, pattern: Any, complement: bool) -> None:
-        import cupy
-
-        self.cupy = cupy
+    def __init__(self, a: Any, b: Any, n: int, semiring: Semiring | None, pattern: Any, complement: bool, xp: Any,
+                 kernels: Any = None) -> None:
+        self.cupy = xp
+        self.kernels = kernels
         self.a, self.b, self.n = a, b, n
         self.dtype, self.index_dtype = a[2].dtype, a[1].dtype
         self.semiring = semiring
@@ -272,6 +275,8 @@ class _Device:
         self.complement = np.int32(complement)
 
     def kernel(self, template: str) -> Any:
+        if self.kernels is not None:
+            return self.kernels(template)
         return _semiring.kernel(self.kernel_semiring, "spgemm.cu", TEMPLATES, template, self.dtype, self.index_dtype)
 
     def rows(self, bin_id: int, numeric: bool, rows: Any, offsets: Any, counts: Any, out: tuple[Any, Any]) -> None:
@@ -280,8 +285,9 @@ class _Device:
         groups = WARP_GROUPS if threads == 32 else 1
         shared = groups * group_shared_bytes(self.dtype.itemsize, self.index_dtype.itemsize, threads, table)
         phase = "true" if numeric else "false"
-        kernel = allow_dynamic_shared(self.kernel(f"spgemm_rows<{{V}}, {{I}}, {{S}}, {threads}, {table}, {phase}>"),
-                                      shared, "spgemm's hash kernel")
+        kernel = self.kernel(f"spgemm_rows<{{V}}, {{I}}, {{S}}, {threads}, {table}, {phase}>")
+        if self.kernels is None:
+            kernel = allow_dynamic_shared(kernel, shared, "spgemm's hash kernel")
         (a_indptr, a_indices, a_data), (b_indptr, b_indices, b_data) = self.a, self.b
         kernel((blocks_for(rows.size, groups),), (threads * groups,),
                (np.int64(rows.size), rows, offsets, counts, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data,
@@ -340,31 +346,29 @@ def _pointers(lengths: Any, xp: Any) -> Any:
     return out
 
 
-def _device_upper_bounds(a: Any, b_indptr: Any) -> Any:
+def _device_upper_bounds(a: Any, b_indptr: Any, xp: Any) -> Any:
     """Each row's products: B's row lengths gathered over A's entries, scanned, differenced."""
     a_indptr, a_indices, _ = a
     per_entry = (b_indptr[1:] - b_indptr[:-1]).astype(np.int64)[a_indices]
-    prefix = _pointers(per_entry, array_module("gpu"))
+    prefix = _pointers(per_entry, xp)
     return prefix[a_indptr[1:]] - prefix[a_indptr[:-1]]
 
 
 def _device_spgemm(a: Any, b: Any, shape: tuple[int, int], semiring: Semiring | None, pattern: Any,
-                   complement: bool, max_bytes: int | None) -> tuple[Any, Any, Any]:
-    import cupy
-
+                   complement: bool, max_bytes: int | None, xp: Any = None, kernels: Any = None) -> tuple[Any, Any, Any]:
+    """The GPU phases (module docstring) on CSR operands of one value and index type."""
+    xp = array_module("gpu") if xp is None else xp
     m, n = shape
-    device = _Device(a, b, n, semiring, pattern, complement)
-    products = _device_upper_bounds(a, b[0])
+    device = _Device(a, b, n, semiring, pattern, complement, xp, kernels)
+    products = _device_upper_bounds(a, b[0], xp)
     mask_lengths = None if pattern is None else pattern[0][1:] - pattern[0][:-1]
-    bounds = reference.output_bounds(products, n, mask_lengths, complement, cupy)
-    esc = reference.bin_rows(bounds, CAPACITIES, cupy) == len(CAPACITIES)
+    bounds = reference.output_bounds(products, n, mask_lengths, complement, xp)
+    esc = reference.bin_rows(bounds, CAPACITIES, xp) == len(CAPACITIES)
     entry_bytes = a[1].itemsize + a[2].itemsize
     costs = reference.row_costs(products, bounds, esc, entry_bytes)
-    blocks = reference.row_blocks(cupy.asnumpy(costs), _budget(max_bytes, "gpu"))
-    pieces = []
-    for lo, hi in zip(blocks[:-1].tolist(), blocks[1:].tolist()):
-        pieces.append(_device_block(device, lo, hi, bounds, drop=semiring is None))
-    return _concatenate(pieces, m, a[1].dtype, a[2].dtype)
+    blocks = reference.row_blocks(to_host(costs), _budget(max_bytes, "gpu"))
+    pieces = [_device_block(device, lo, hi, bounds, drop=semiring is None) for lo, hi in pairwise(blocks.tolist())]
+    return _concatenate(pieces, m, a[1].dtype, a[2].dtype, xp)
 
 
 def _device_block(device: _Device, lo: int, hi: int, bounds: Any, drop: bool) -> tuple[Any, Any, Any]:
@@ -401,12 +405,11 @@ def _device_block(device: _Device, lo: int, hi: int, bounds: Any, drop: bool) ->
         slots = indptr[esc_local][owner] + cp.arange(esc_cols.size, dtype=np.int64) - esc_ptr[owner]
         indices[slots] = esc_cols
         data[slots] = esc_values
-    return _drop_zeros(indptr, indices, data) if drop else (indptr, indices, data)
+    return _drop_zeros(indptr, indices, data, cp) if drop else (indptr, indices, data)
 
 
-def _drop_zeros(indptr: Any, indices: Any, data: Any) -> tuple[Any, Any, Any]:
+def _drop_zeros(indptr: Any, indices: Any, data: Any, xp: Any) -> tuple[Any, Any, Any]:
     """The CSR without entries equal to zero (SciPy's rule for the arithmetic product)."""
-    xp = array_module("gpu")
     keep = data != 0
     if bool(keep.all()):
         return indptr, indices, data
@@ -414,8 +417,8 @@ def _drop_zeros(indptr: Any, indices: Any, data: Any) -> tuple[Any, Any, Any]:
     return kept[indptr], indices[keep], data[keep]
 
 
-def _concatenate(pieces: list[tuple[Any, Any, Any]], m: int, index_dtype: np.dtype, dtype: np.dtype) -> tuple[Any, Any, Any]:
-    xp = array_module("gpu")
+def _concatenate(pieces: list[tuple[Any, Any, Any]], m: int, index_dtype: np.dtype, dtype: np.dtype,
+                 xp: Any) -> tuple[Any, Any, Any]:
     if len(pieces) == 1:
         return pieces[0]
     if not pieces:

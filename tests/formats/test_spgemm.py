@@ -363,6 +363,94 @@ def test_hash_row_walk_matches_the_reference(rng, semiring):
             np.testing.assert_allclose(values, expected[2][lo:hi], rtol=1e-13, atol=1e-13)
 
 
+class EmulatedKernels:
+    """kernels/spgemm.cu's kernels as NumPy functions of the same arguments, one call per
+    launch (the hash rows through the reference's :func:`hash_row`): the GPU path's host code
+    runs on them without a GPU."""
+
+    def __init__(self, semiring):
+        semiring = semiring or sr.plus_times
+        self.semiring = semiring
+        self.launches: list[str] = []
+
+    def __call__(self, template):
+        name = template.split("<")[0]
+        self.launches.append(template)
+        if name == "spgemm_rows":
+            threads, table, phase = (part.strip() for part in template[:-1].split(",")[-3:])
+            return lambda grid, block, args, shared_mem=0: self.rows(int(threads), int(table), phase == "true", args)
+        return {"spgemm_expand": lambda grid, block, args: self.expand(args),
+                "spgemm_fold_runs": lambda grid, block, args: self.fold(args)}[name]
+
+    def parts(self, dtype):
+        return self.semiring.add.ufunc, self.semiring.mul.apply, self.semiring.identity(dtype)
+
+    @staticmethod
+    def mask_of(m_indptr, m_indices):
+        return None if isinstance(m_indptr, np.uint64) else (m_indptr, m_indices)
+
+    def rows(self, threads, table, numeric, args):
+        n_rows, rows, offsets, counts, *operands, m_indptr, m_indices, complement, c_indices, c_data = args
+        a, b = tuple(operands[:3]), tuple(operands[3:])
+        add, mul, identity = self.parts(a[2].dtype)
+        for r in range(int(n_rows)):
+            keys, values = ref.hash_row(int(rows[r]), a, b, add, mul, identity, self.mask_of(m_indptr, m_indices),
+                                        bool(complement), threads, table)
+            assert keys.size <= table // 2  # what the bin promises the kernel
+            if numeric:
+                c_indices[offsets[r]:offsets[r] + keys.size] = keys
+                c_data[offsets[r]:offsets[r] + keys.size] = values
+            else:
+                counts[r] = keys.size
+
+    def expand(self, args):
+        (n, entry_of, entry_start, a_position, a_row, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr,
+         m_indices, complement, cols, values, keep) = args
+        t = np.arange(int(n))
+        p = a_position[entry_of]
+        q = b_indptr[a_indices[p]].astype(np.int64) + t - entry_start[entry_of]
+        cols[:] = b_indices[q]
+        values[:] = self.semiring.mul.apply(a_data[p], b_data[q])
+        mask = self.mask_of(m_indptr, m_indices)
+        keep[:] = 1 if mask is None else ref.in_mask(a_row[entry_of], cols.astype(np.int64), mask) != bool(complement)
+
+    def fold(self, args):
+        n_runs, run_ptr, values, out = args
+        add, _, identity = self.parts(values.dtype)
+        for r in range(int(n_runs)):
+            folded = np.asarray([identity], values.dtype)
+            for v in values[run_ptr[r]:run_ptr[r + 1]]:
+                folded = add(folded, np.asarray([v], values.dtype))
+            out[r] = folded[0]
+
+
+@pytest.mark.parametrize("semiring", [None, sr.plus_times, sr.min_plus, sr.plus_pair], ids=lambda s: getattr(s, "name", "scipy"))
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_device_host_code_on_emulated_kernels(rng, semiring, index_dtype, monkeypatch):
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    S, T = every_bin_operands(rng)
+    S.data[::3] = 0.0  # stored zeros: their products sum to zero, dropped without a semiring
+    M = random_csr(rng, S.shape[0], T.shape[1], 0.5)
+    a = tuple(x.astype(t) for x, t in zip((S.indptr, S.indices, S.data), (index_dtype, index_dtype, np.float64)))
+    b = tuple(x.astype(t) for x, t in zip((T.indptr, T.indices, T.data), (index_dtype, index_dtype, np.float64)))
+    pattern = (M.indptr.astype(index_dtype), M.indices.astype(index_dtype))
+    A, B = sparsegpu.from_scipy(S, backend="cpu"), sparsegpu.from_scipy(T, backend="cpu")
+    for mask, complement, max_bytes in ((None, False, 1 << 40), (pattern, False, 1 << 40), (pattern, True, 20_000),
+                                        (None, False, 30_000)):
+        kernels = EmulatedKernels(semiring)
+        indptr, indices, data = _spgemm._device_spgemm(a, b, (S.shape[0], T.shape[1]), semiring, mask, complement,
+                                                       max_bytes, xp=np, kernels=kernels)
+        expected = spgemm(A, B, semiring=semiring, mask=None if mask is None else M, complement=complement)
+        # A mask of half the columns keeps every bound within the largest hash table.
+        assert any("spgemm_expand" in k for k in kernels.launches) == (mask is None or complement)
+        assert {k.split(",")[3].strip() for k in kernels.launches if k.startswith("spgemm_rows")} >= {"32", "128"}
+        assert np.array_equal(indptr, expected.indptr)
+        assert np.array_equal(indices, expected.indices)
+        np.testing.assert_allclose(data, expected.data, rtol=1e-13, atol=1e-13)
+        if semiring is None or semiring == sr.plus_times:
+            assert bool(np.all(data != 0)) == (semiring is None)
+
+
 def test_shared_layout_fits_every_bin():
     for value_size in (4, 8, 16):
         for index_size in (4, 8):
