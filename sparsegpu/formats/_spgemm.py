@@ -119,10 +119,10 @@ def _csr_arrays(X: Any, backend: str) -> tuple[Any, Any, Any, tuple[int, int]]:
     return csr.indptr, csr.indices, csr.data, csr.shape
 
 
-def _mask_pattern(mask: Any, shape: tuple[int, int], backend: str, index_dtype: np.dtype) -> tuple[Any, Any] | None:
-    """The mask's pattern as (indptr, indices) with sorted rows, on ``backend``."""
+def _check_mask(mask: Any, shape: tuple[int, int], backend: str) -> None:
+    """TypeError / ValueError for a mask of the wrong kind, shape or backend."""
     if mask is None:
-        return None
+        return
     if not (isinstance(mask, (_base.SparseMatrix, _base.TransposedOperator)) or sp.issparse(mask)):
         raise TypeError(f"mask must be a sparsegpu or scipy sparse matrix (its pattern is used), got "
                         f"{type(mask).__name__}")
@@ -131,6 +131,12 @@ def _mask_pattern(mask: Any, shape: tuple[int, int], backend: str, index_dtype: 
     owner = _backend_of(mask)
     if owner is not None and owner != backend:
         raise TypeError(f"mask lives on the {owner} backend and the operands on the {backend} backend")
+
+
+def _mask_pattern(mask: Any, backend: str, index_dtype: np.dtype) -> tuple[Any, Any] | None:
+    """The (checked) mask's pattern as (indptr, indices) with sorted rows, on ``backend``."""
+    if mask is None:
+        return None
     indptr, indices, _, _ = _csr_arrays(mask, backend)
     xp = array_module(backend)
     indptr, indices = indptr.astype(index_dtype, copy=False), indices.astype(index_dtype, copy=False)
@@ -207,14 +213,15 @@ def spgemm(A: Any, B: Any, *, semiring: Any = None, mask: Any = None, complement
         raise ValueError("complement=True needs a mask to complement")
     if max_bytes is not None:
         max_bytes = _validate.check_int("max_bytes", max_bytes, minimum=1)
+    dtype = np.result_type(_validate.value_dtype(A.dtype), _validate.value_dtype(B.dtype))
+    semiring_obj = _check_semiring(semiring, dtype)
+    shape = (int(A.shape[0]), int(B.shape[1]))
+    _check_mask(mask, shape, backend)
     a_indptr, a_indices, a_data, _ = _csr_arrays(A, backend)
     b_indptr, b_indices, b_data, _ = _csr_arrays(B, backend)
-    dtype = np.result_type(a_data.dtype, b_data.dtype)
-    semiring_obj = _check_semiring(semiring, dtype)
     wide = np.dtype(np.int64) in (a_indices.dtype, b_indices.dtype)
     index_dtype = np.dtype(np.int64 if wide else np.int32)
-    shape = (int(A.shape[0]), int(B.shape[1]))
-    pattern = _mask_pattern(mask, shape, backend, index_dtype)
+    pattern = _mask_pattern(mask, backend, index_dtype)
     a = (a_indptr.astype(index_dtype, copy=False), a_indices.astype(index_dtype, copy=False),
          a_data.astype(dtype, copy=False))
     b = (b_indptr.astype(index_dtype, copy=False), b_indices.astype(index_dtype, copy=False),
