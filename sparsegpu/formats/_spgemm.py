@@ -21,7 +21,7 @@ GPU algorithm (kernels/spgemm.cu; NumPy reference: sparsegpu/reference/spgemm.py
 3. Symbolic phase: rows binned by their bound; a warp (bound <= 32), a 128-thread block
    (<= 256) or a 256-thread block (<= 2048) counts a row's distinct columns in a shared-memory
    hash table twice the bound's bin; rows past that go to expand-sort-compress (ESC): their
-   products in global memory, sorted by (row, column, product), each run folded.
+   products in global memory, stably sorted by (row, column), each run folded in product order.
 4. An exclusive scan of the counts gives the block's pointers; the numeric phase, rows binned by
    their exact length, fills each row: keys in the hash, sorted in shared memory, values folded
    in product order (no float atomics).
@@ -331,7 +331,11 @@ class _Device:
         cp = self.cupy
         if local.size == 0:
             return cp.zeros(n_rows, dtype=np.int64), cols, values
-        order = cp.lexsort(cp.stack([cp.arange(local.size, dtype=np.int64), cols.astype(np.int64), local]))
+        if n_rows <= np.iinfo(np.int64).max // max(self.n, 1):
+            # One int64 key (row, column); the sort is stable, so equal keys keep product order.
+            order = cp.argsort(local * np.int64(self.n) + cols.astype(np.int64), kind="stable")
+        else:
+            order = cp.lexsort(cp.stack([cp.arange(local.size, dtype=np.int64), cols.astype(np.int64), local]))
         local, cols, values = local[order], cols[order], values[order]
         heads = cp.ones(local.size, dtype=bool)
         heads[1:] = (local[1:] != local[:-1]) | (cols[1:] != cols[:-1])
