@@ -451,6 +451,21 @@ def test_device_host_code_on_emulated_kernels(rng, semiring, index_dtype, monkey
             assert bool(np.all(data != 0)) == (semiring is None)
 
 
+@pytest.mark.parametrize("dtype,index_dtype", DTYPES, ids=DTYPE_IDS)
+def test_device_host_code_every_dtype(rng, dtype, index_dtype, monkeypatch):
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    S, T = every_bin_operands(rng, dtype)
+    if np.dtype(dtype).kind == "c":
+        S.data = S.data + 1j * rng.uniform(-1, 1, S.nnz)
+    a = (S.indptr.astype(index_dtype), S.indices.astype(index_dtype), S.data.astype(dtype))
+    b = (T.indptr.astype(index_dtype), T.indices.astype(index_dtype), T.data.astype(dtype))
+    indptr, indices, data = _spgemm._device_spgemm(a, b, (S.shape[0], T.shape[1]), None, None, False, 50_000,
+                                                   xp=np, kernels=EmulatedKernels(None))
+    C = sparsegpu.CSR((data, indices, indptr), (S.shape[0], T.shape[1]), backend="cpu")
+    assert data.dtype == dtype and indices.dtype == index_dtype
+    assert_same_pattern_and_values(C, scipy_product(S, T), dtype)
+
+
 def test_shared_layout_fits_every_bin():
     for value_size in (4, 8, 16):
         for index_size in (4, 8):
