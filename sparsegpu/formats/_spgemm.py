@@ -246,19 +246,31 @@ def _semiring_parts(semiring: Semiring | None, dtype: np.dtype) -> tuple[Any, An
 
 def _host_spgemm(a: Any, b: Any, shape: tuple[int, int], semiring: Semiring | None, pattern: Any,
                  complement: bool, max_bytes: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """SciPy's product for the arithmetic case, the NumPy reference otherwise."""
-    m, n = shape
-    k = b[0].size - 1
-    if semiring is None and pattern is None:
-        C = sp.csr_array((a[2], a[1], a[0]), shape=(m, k)) @ sp.csr_array((b[2], b[1], b[0]), shape=(k, n))
-        C = sp.csr_array(C)
-        C.sort_indices()
-        return C.indptr, C.indices, C.data.astype(a[2].dtype, copy=False)
-    add, mul, identity = _semiring_parts(semiring, a[2].dtype)
+    """SciPy's product for the arithmetic case (in row blocks within the budget), the NumPy
+    reference otherwise."""
+    n = shape[1]
     entry_bytes = a[1].itemsize + a[2].itemsize
+    budget = _budget(max_bytes, "cpu")
+    if semiring is None and pattern is None:
+        products = reference.upper_bounds(a[0], a[1], b[0])
+        costs = reference.row_costs(products, reference.output_bounds(products, n), 0, entry_bytes)
+        blocks = reference.row_blocks(costs, budget)
+        pieces = [_scipy_rows(a, b, lo, hi, n) for lo, hi in pairwise(blocks.tolist())]
+        return pieces[0] if len(pieces) == 1 else reference.concatenate_blocks(pieces, shape[0], a[2].dtype)
+    add, mul, identity = _semiring_parts(semiring, a[2].dtype)
     return reference.csr_spgemm(a, b, add, mul, identity, n_cols=n, mask=pattern, complement=complement,
-                                drop_zero_values=semiring is None, capacities=CAPACITIES,
-                                budget=_budget(max_bytes, "cpu"), entry_bytes=entry_bytes)
+                                drop_zero_values=semiring is None, capacities=CAPACITIES, budget=budget,
+                                entry_bytes=entry_bytes)
+
+
+def _scipy_rows(a: Any, b: Any, lo: int, hi: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows lo:hi of SciPy's A @ B, indices sorted."""
+    k = b[0].size - 1
+    start, stop = int(a[0][lo]), int(a[0][hi])
+    rows = sp.csr_array((a[2][start:stop], a[1][start:stop], a[0][lo:hi + 1] - start), shape=(hi - lo, k))
+    C = sp.csr_array(rows @ sp.csr_array((b[2], b[1], b[0]), shape=(k, n)))
+    C.sort_indices()
+    return C.indptr, C.indices, C.data.astype(a[2].dtype, copy=False)
 
 
 # --------------------------------------------------------------------------- GPU

@@ -281,7 +281,7 @@ def csr_spgemm(a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, *, n_cols
     blocks = row_blocks(row_costs(products, bounds, esc, entry_bytes), budget)
     pieces = [_block(int(lo), int(hi), a, b, add, mul, identity, bounds, capacities, mask, complement)
               for lo, hi in pairwise(blocks)]
-    indptr, indices, data = _concatenate(pieces, m, a[2].dtype)
+    indptr, indices, data = concatenate_blocks(pieces, m, a[2].dtype)
     return drop_zeros(indptr, indices, data) if drop_zero_values else (indptr, indices, data)
 
 
@@ -306,7 +306,8 @@ def _block(lo: int, hi: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: 
     return indptr, indices, data
 
 
-def _concatenate(pieces: list[Csr], m: int, dtype: np.dtype) -> Csr:
+def concatenate_blocks(pieces: list[Csr], m: int, dtype: np.dtype) -> Csr:
+    """One CSR of ``m`` rows from the row blocks' (indptr, indices, data), in order."""
     if not pieces:
         return np.zeros(m + 1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=dtype)
     totals = np.cumsum([0] + [int(p[0][-1]) for p in pieces])
