@@ -365,9 +365,11 @@ def bench_function(graph: Graph, function: str, impls: Sequence[str], backend: s
 def bench_analytics(names: Sequence[str], backend: str, functions: Sequence[str] = FUNCTIONS,
                     impls: Sequence[str] = IMPLS, repeat: int = 10, seed: int = 0,
                     seconds_per_case: float = SECONDS_PER_CASE,
-                    on_step: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Every function of every implementation on every graph: ``{"meta": ..., "results": [...]}``."""
-    step = on_step or (lambda text: None)
+                    on_step: Callable[[str], None] | None = None,
+                    on_row: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Every function of every implementation on every graph: ``{"meta": ..., "results": [...]}``.
+    ``on_step(text)`` hears what runs next, ``on_row(row)`` each finished row."""
+    step, done = on_step or (lambda text: None), on_row or (lambda row: None)
     results: list[dict[str, Any]] = []
     for name in names:
         step(f"{name}: building")
@@ -376,7 +378,9 @@ def bench_analytics(names: Sequence[str], backend: str, functions: Sequence[str]
         except FileNotFoundError as exc:
             results.append({"graph": name, "status": "skipped", "message": str(exc)})
             continue
-        results += [bench_function(graph, f, impls, backend, repeat, seconds_per_case, step) for f in functions]
+        for function in functions:
+            results.append(bench_function(graph, function, impls, backend, repeat, seconds_per_case, step))
+            done(results[-1])
         graph.release()
     return {"meta": {"backend": backend, "networkx_edges": NETWORKX_EDGES, "betweenness_k": BETWEENNESS_K},
             "results": results}
@@ -388,26 +392,27 @@ def bench_analytics(names: Sequence[str], backend: str, functions: Sequence[str]
 def analytics_lines(result: dict[str, Any]) -> list[str]:
     """One line per graph and function: ms per call of each implementation and the ratio of
     its time to sparsegpu's (``est.``: scaled from fewer sources)."""
-    lines = []
-    for r in result["results"]:
-        if "outcomes" not in r:
-            lines.append(f"{r['graph']} {r.get('function', '')}: {r['status']}: {r.get('message', '')}")
-            continue
-        cells = []
-        for impl, o in r["outcomes"].items():
-            if o["status"] == "ok":
-                ratio = f" ({o['vs_sparsegpu']:.3g}x)" if "vs_sparsegpu" in o and impl != "sparsegpu" else ""
-                cells.append(f"{impl} {o['seconds'] * 1e3:.4g} ms{' est.' if o.get('estimated') else ''}{ratio}")
-            elif o["status"] not in ("n/a",):
-                cells.append(f"{impl} {o['status'].upper()}: {o.get('message', '')[:80]}")
-        ours = r["outcomes"].get("sparsegpu", {})
-        if "per_iteration_s" in ours:
-            cells.append(f"{r['iterations']} iterations, {ours['per_iteration_s'] * 1e3:.4g} ms each, "
-                         f"spmv {ours['spmv_s'] * 1e3:.4g} ms ({ours['per_iteration_s'] / ours['spmv_s']:.3g}x)")
-        if r.get("modularity"):
-            cells.append("modularity " + ", ".join(f"{k} {v:.4f}" for k, v in r["modularity"].items()))
-        lines.append(f"{r['graph']} ({r['vertices']:,} v, {r['edges']:,} e) {r['function']}: " + "; ".join(cells))
-    return lines
+    return [row_line(r) for r in result["results"]]
+
+
+def row_line(r: dict[str, Any]) -> str:
+    """:func:`analytics_lines`' line of one row."""
+    if "outcomes" not in r:
+        return f"{r['graph']} {r.get('function', '')}: {r['status']}: {r.get('message', '')}"
+    cells = []
+    for impl, o in r["outcomes"].items():
+        if o["status"] == "ok":
+            ratio = f" ({o['vs_sparsegpu']:.3g}x)" if "vs_sparsegpu" in o and impl != "sparsegpu" else ""
+            cells.append(f"{impl} {o['seconds'] * 1e3:.4g} ms{' est.' if o.get('estimated') else ''}{ratio}")
+        elif o["status"] not in ("n/a",):
+            cells.append(f"{impl} {o['status'].upper()}: {o.get('message', '')[:80]}")
+    ours = r["outcomes"].get("sparsegpu", {})
+    if "per_iteration_s" in ours:
+        cells.append(f"{r['iterations']} iterations, {ours['per_iteration_s'] * 1e3:.4g} ms each, "
+                     f"spmv {ours['spmv_s'] * 1e3:.4g} ms ({ours['per_iteration_s'] / ours['spmv_s']:.3g}x)")
+    if r.get("modularity"):
+        cells.append("modularity " + ", ".join(f"{k} {v:.4f}" for k, v in r["modularity"].items()))
+    return f"{r['graph']} ({r['vertices']:,} v, {r['edges']:,} e) {r['function']}: " + "; ".join(cells)
 
 
 def print_analytics(result: dict[str, Any], file: Any = None) -> None:
@@ -484,6 +489,8 @@ def bench_networkx_backend(cases: Sequence[tuple[str, str]] = BACKEND_CASES, see
         if function == "pagerank":
             row["l1_error"] = float(sum(abs(ours[v] - theirs[v]) for v in theirs))
         rows.append(row)
+        print_networkx_backend([row])
+        sys.stdout.flush()
         graph.release()
     return rows
 

@@ -252,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with progress(len(analytics_names)) as bar:
             payload["analytics"] = analytics_bench.bench_analytics(analytics_names, backend, analytics_functions,
                                                                    repeat=args.repeat, seed=args.seed,
-                                                                   on_step=bar.step)
+                                                                   on_step=bar.step, on_row=print_row)
     if args.networkx_backend:
         with progress(1) as bar:
             payload["networkx_backend"] = analytics_bench.bench_networkx_backend(seed=args.seed, on_step=bar.step)
@@ -279,6 +279,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"skipped {args.out / 'bench.png'}: matplotlib is not installed "
               f"(python3 -m pip install \"sparsegpu[plot]\")")
     return 1 if bad else 0
+
+
+def print_row(row: dict[str, Any]) -> None:
+    """An analytics row as soon as it is done (a long run shows its figures as it goes)."""
+    print(analytics_bench.row_line(row), flush=True)
 
 
 def failures(payload: dict[str, Any]) -> list[str]:
