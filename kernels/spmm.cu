@@ -19,6 +19,12 @@
 // gathers X[col, c] of an entry are independent loads. Rows of a warp write Y[row, c] side by
 // side (coalesced for F-order Y). Sub-warp sums use a fixed shuffle tree: reproducible too.
 //
+// Long rows (CSR): a row longer than `long_row` entries is left by both kernels and cut by the
+// host into segments of at most that many entries. The same kernels then run over the segments
+// as rows of their own (`indptr` the segment starts, `ends` their ends), writing each segment's
+// sums to a row of `partials`; csr_spmm_finish adds a row's segments in order and writes Y. So a
+// power-law hub is summed by many groups at once, still in a fixed order.
+//
 // The NumPy references are sparsegpu/reference/spmm.py (same layouts, same arguments).
 #include "common.cuh"
 
@@ -127,18 +133,29 @@ template <class V, int G, int VEC, int TILES> struct RowPanel {
 // ---------------------------------------------------------------- CSR, row-major X
 // A group of G lanes per row; panels of G * VEC * TILES columns. Grid: ceil(n_rows * G /
 // SPMM_BLOCK) blocks. Groups past the last row exit as a whole (their lanes form whole groups).
+// Row r's entries: [indptr[r], ends[r]) when `ends` is given (segments), else
+// [indptr[r], indptr[r + 1]).
+template <class I>
+__device__ __forceinline__ void row_range(const I* __restrict__ indptr, const I* __restrict__ ends, long long row,
+                                          I& begin, I& end) {
+    begin = sg::ldg(indptr + row);
+    end = ends != nullptr ? sg::ldg(ends + row) : sg::ldg(indptr + row + 1);
+}
+
 template <class V, class I, int G, int TILES, bool VECTOR>
 __global__ void __launch_bounds__(SPMM_BLOCK)
-csr_spmm_rows(const I* __restrict__ indptr, const I* __restrict__ indices, const V* __restrict__ data,
-              const V* __restrict__ X, const long long x_row, const long long x_col,
+csr_spmm_rows(const I* __restrict__ indptr, const I* __restrict__ ends, const I* __restrict__ indices,
+              const V* __restrict__ data, const V* __restrict__ X, const long long x_row, const long long x_col,
               V* __restrict__ Y, const long long y_row, const long long y_col,
-              const long long k, const V alpha, const V beta, const long long n_rows) {
+              const long long k, const V alpha, const V beta, const long long n_rows, const long long long_row) {
     constexpr int VEC = spmm_width<V, VECTOR>;
     const long long row = ((long long)blockIdx.x * SPMM_BLOCK + threadIdx.x) / G;
     if (row >= n_rows) return;  // the whole group leaves together
     const int lane = threadIdx.x % G;
     const unsigned mask = group_mask<G>();
-    const I begin = sg::ldg(indptr + row), end = sg::ldg(indptr + row + 1);
+    I begin, end;
+    row_range(indptr, ends, row, begin, end);
+    if (end - begin > long_row) return;  // a long row: its segments are summed apart
     for (long long panel = 0; panel < k; panel += (long long)G * VEC * TILES) {
         RowPanel<V, G, VEC, TILES> out(panel, lane);
         for (I base = begin; base < end; base += G) {
@@ -164,17 +181,19 @@ csr_spmm_rows(const I* __restrict__ indptr, const I* __restrict__ indices, const
 // TPR from the mean row length.
 template <class V, class I, int TPR, int TILE>
 __global__ void __launch_bounds__(SPMM_BLOCK)
-csr_spmm_cols(const I* __restrict__ indptr, const I* __restrict__ indices, const V* __restrict__ data,
-              const V* __restrict__ X, const long long x_row, const long long x_col,
+csr_spmm_cols(const I* __restrict__ indptr, const I* __restrict__ ends, const I* __restrict__ indices,
+              const V* __restrict__ data, const V* __restrict__ X, const long long x_row, const long long x_col,
               V* __restrict__ Y, const long long y_row, const long long y_col,
-              const long long k, const V alpha, const V beta, const long long n_rows) {
+              const long long k, const V alpha, const V beta, const long long n_rows, const long long long_row) {
     const long long row = ((long long)blockIdx.x * SPMM_BLOCK + threadIdx.x) / TPR;
     const int lane = threadIdx.x % TPR;
     const long long first = (long long)blockIdx.y * TILE;
     I begin = 0, end = 0;
-    if (row < n_rows) {  // rows past the end still join the shuffles, with no entries
-        begin = sg::ldg(indptr + row);
-        end = sg::ldg(indptr + row + 1);
+    bool owns_row = row < n_rows;
+    if (owns_row) row_range(indptr, ends, row, begin, end);
+    if (end - begin > long_row) {  // a long row: summed apart; its lanes still join the shuffles
+        owns_row = false;
+        end = begin;
     }
     V sum[TILE];
 #pragma unroll
@@ -189,8 +208,104 @@ csr_spmm_cols(const I* __restrict__ indptr, const I* __restrict__ indices, const
     }
 #pragma unroll
     for (int t = 0; t < TILE; ++t) sum[t] = sg::subwarp_sum<TPR>(sum[t]);
-    if (lane != 0 || row >= n_rows) return;
+    if (lane != 0 || !owns_row) return;
 #pragma unroll
     for (int t = 0; t < TILE; ++t)
         if (first + t < k) store_axpby(Y + row * y_row + (first + t) * y_col, alpha, sum[t], beta);
+}
+
+// ---------------------------------------------------------------- long rows' segments
+// Y[row, c] = alpha * (sum of the row's segment sums, in segment order) + beta * Y[row, c] for
+// long row i = blockIdx.x (rows[i]; segments seg_first[i] .. seg_first[i + 1] - 1, segment s's
+// sums in partials[s * p_row + c * p_col]), a thread per column c (grid y walks the columns).
+template <class V, class I>
+__global__ void __launch_bounds__(SPMM_BLOCK)
+csr_spmm_finish(const I* __restrict__ rows, const I* __restrict__ seg_first, const V* __restrict__ partials,
+                const long long p_row, const long long p_col, V* __restrict__ Y, const long long y_row,
+                const long long y_col, const long long k, const V alpha, const V beta) {
+    const long long i = blockIdx.x;
+    const long long c = (long long)blockIdx.y * SPMM_BLOCK + threadIdx.x;
+    if (c >= k) return;
+    V sum = V(0);
+    for (I s = seg_first[i]; s < seg_first[i + 1]; ++s) sum = sum + partials[s * p_row + c * p_col];
+    store_axpby(Y + (long long)rows[i] * y_row + c * y_col, alpha, sum, beta);
+}
+
+// ---------------------------------------------------------------- ELL and SELL-C-sigma
+// A padded row: slot j of the row at rank `rank` is at first + j * stride, j < width, its
+// padding (column -1) trailing its entries. ELL (slice_ptr null): rank = row, first = row,
+// stride = n_rows, width = the layout's. SELL (direct layouts: no split slices, no hot
+// columns): rank s * C + l is lane l of slice s, first = slice_ptr[s] + l, stride = C, width =
+// (slice_ptr[s + 1] - slice_ptr[s]) / C, row = perm[rank].
+template <class I> struct PaddedRow {
+    long long first, stride, width, row;
+
+    __device__ __forceinline__ PaddedRow(long long rank, const long long* __restrict__ slice_ptr,
+                                         const I* __restrict__ perm, long long C, long long ell_width,
+                                         long long n_rows) {
+        if (slice_ptr == nullptr) {
+            first = rank, stride = n_rows, width = ell_width, row = rank;
+        } else {
+            const long long slice = rank / C, begin = sg::ldg(slice_ptr + slice);
+            first = begin + rank % C, stride = C, width = (sg::ldg(slice_ptr + slice + 1) - begin) / C;
+            row = sg::ldg(perm + rank);
+        }
+    }
+};
+
+// Row-major X: a group of G lanes per padded row, as csr_spmm_rows, every lane reading the
+// row's slot itself (the group's lanes read one address; the warp's groups, neighbouring ranks,
+// read neighbouring slots). The walk stops at the row's first padding slot.
+template <class V, class I, int G, int TILES, bool VECTOR>
+__global__ void __launch_bounds__(SPMM_BLOCK)
+padded_spmm_rows(const I* __restrict__ indices, const V* __restrict__ data, const long long* __restrict__ slice_ptr,
+                 const I* __restrict__ perm, const long long C, const long long ell_width,
+                 const V* __restrict__ X, const long long x_row, const long long x_col,
+                 V* __restrict__ Y, const long long y_row, const long long y_col,
+                 const long long k, const V alpha, const V beta, const long long n_rows) {
+    constexpr int VEC = spmm_width<V, VECTOR>;
+    const long long rank = ((long long)blockIdx.x * SPMM_BLOCK + threadIdx.x) / G;
+    if (rank >= n_rows) return;  // the whole group leaves together
+    const int lane = threadIdx.x % G;
+    const PaddedRow<I> at(rank, slice_ptr, perm, C, ell_width, n_rows);
+    for (long long panel = 0; panel < k; panel += (long long)G * VEC * TILES) {
+        RowPanel<V, G, VEC, TILES> out(panel, lane);
+        for (long long j = 0; j < at.width; ++j) {
+            const long long slot = at.first + j * at.stride;
+            const I col = sg::ldg(indices + slot);
+            if (col < 0) break;  // padding from here on
+            out.add(sg::ldg(data + slot), (long long)col, X, x_row, x_col, k);
+        }
+        out.store(Y, at.row, y_row, y_col, k, alpha, beta);
+    }
+}
+
+// Column-major X: a thread per padded row and TILE columns of the block's tile (blockIdx.y).
+template <class V, class I, int TILE>
+__global__ void __launch_bounds__(SPMM_BLOCK)
+padded_spmm_cols(const I* __restrict__ indices, const V* __restrict__ data, const long long* __restrict__ slice_ptr,
+                 const I* __restrict__ perm, const long long C, const long long ell_width,
+                 const V* __restrict__ X, const long long x_row, const long long x_col,
+                 V* __restrict__ Y, const long long y_row, const long long y_col,
+                 const long long k, const V alpha, const V beta, const long long n_rows) {
+    const long long rank = (long long)blockIdx.x * SPMM_BLOCK + threadIdx.x;
+    if (rank >= n_rows) return;
+    const long long first = (long long)blockIdx.y * TILE;
+    const PaddedRow<I> at(rank, slice_ptr, perm, C, ell_width, n_rows);
+    V sum[TILE];
+#pragma unroll
+    for (int t = 0; t < TILE; ++t) sum[t] = V(0);
+    for (long long j = 0; j < at.width; ++j) {
+        const long long slot = at.first + j * at.stride;
+        const I col = sg::ldg(indices + slot);
+        if (col < 0) break;
+        const V value = sg::ldg(data + slot);
+        const V* x = X + (long long)col * x_row + first * x_col;
+#pragma unroll
+        for (int t = 0; t < TILE; ++t)
+            if (first + t < k) sum[t] = sum[t] + value * sg::ldg(x + t * x_col);
+    }
+#pragma unroll
+    for (int t = 0; t < TILE; ++t)
+        if (first + t < k) store_axpby(Y + at.row * y_row + (first + t) * y_col, alpha, sum[t], beta);
 }

@@ -33,22 +33,9 @@ import numpy as np
 
 from sparsegpu import _validate
 from sparsegpu._backend import is_device_array
-from sparsegpu._kernels import VALUE_DTYPES, KernelFile, blocks_for
+from sparsegpu._kernels import VALUE_DTYPES
+from sparsegpu.formats._spmm_device import csr_in, device_spmm
 from sparsegpu.reference.spmm import combine_block
-
-SPMM_BLOCK = 256  # kernels/spmm.cu SPMM_BLOCK
-VECTOR_BYTES = 16  # kernels/spmm.cu spmm_vector: one 16-byte load per chunk
-GROUP_LANES = (1, 2, 4, 8, 16, 32)
-#: (lanes per row, chunks per lane) of the row-major kernels: more chunks only at 32 lanes.
-ROW_SHAPES = tuple((g, 1) for g in GROUP_LANES[:-1]) + ((32, 1), (32, 2), (32, 4))
-COLUMN_TILES = (1, 2, 4, 8)
-MAX_GRID_Y = 65535  # CUDA's limit on a grid's second dimension
-
-CSR_ROWS = KernelFile("spmm.cu", [f"csr_spmm_rows<{{V}}, {{I}}, {g}, {t}, {v}>" for g, t in ROW_SHAPES
-                                  for v in ("true", "false")])
-CSR_COLS = KernelFile("spmm.cu", [f"csr_spmm_cols<{{V}}, {{I}}, {p}, {t}>" for p in GROUP_LANES
-                                  for t in COLUMN_TILES])
-
 
 # --------------------------------------------------------------------------- checks
 
@@ -104,11 +91,6 @@ def order_of(X: Any) -> str:
     return "F" if abs(X.strides[0]) < abs(X.strides[1]) else "C"
 
 
-def element_strides(a: Any) -> tuple[int, int]:
-    """``a``'s strides in elements (``check_dense`` makes them whole)."""
-    return a.strides[0] // a.itemsize, a.strides[1] // a.itemsize
-
-
 # --------------------------------------------------------------------------- entry point
 
 
@@ -149,18 +131,6 @@ def spmm(matrix: Any, X: Any, Y: Any, alpha: Any, beta: Any, transpose: bool) ->
     else:
         Y[...] = result.get()
     return Y
-
-
-def csr_in(matrix: Any, dtype: np.dtype) -> Any:
-    """The matrix's CSR (itself for a CSR; else built once and cached), with values in
-    ``dtype`` (a cast copy of the values, cached, when the matrix's dtype differs)."""
-    csr = matrix._semiring_csr()
-    if csr.dtype == dtype:
-        return csr
-    key = f"spmm_csr_{dtype.str}"
-    if key not in matrix._cache:
-        matrix._cache[key] = csr.astype(dtype)
-    return matrix._cache[key]
 
 
 # --------------------------------------------------------------------------- CPU backend
@@ -211,98 +181,3 @@ def _accumulate(csr: Any, X: np.ndarray, out: np.ndarray, transpose: bool) -> No
         routine = _SCIPY_ROUTINES[transpose, False]
         for column in range(X.shape[1]):
             routine(*dims, *arrays, np.ascontiguousarray(X[:, column]), out[:, column])
-
-
-# --------------------------------------------------------------------------- GPU backend
-
-
-def device_spmm(matrix: Any, dtype: np.dtype, X: Any, Y: Any, alpha: Any, beta: Any, transpose: bool) -> Any:
-    """Y = alpha * op(A) X + beta * Y on the GPU (X, Y CuPy arrays of ``dtype``)."""
-    indptr, indices, data = csr_arrays(matrix, dtype, transpose)
-    return csr_spmm_device(indptr, indices, data, X, Y, alpha, beta)
-
-
-def csr_arrays(matrix: Any, dtype: np.dtype, transpose: bool) -> tuple[Any, Any, Any]:
-    """(indptr, indices, data) of op(A)'s CSR with values in ``dtype``: a CSC's own arrays are
-    A^T's CSR; otherwise A's CSR, or A^T's (the CSR's transposed copy, built once and cached)."""
-    if matrix.format == "csc" and transpose and matrix.dtype == dtype:
-        return matrix.indptr, matrix.indices, matrix.data
-    csr = csr_in(matrix, dtype)
-    if not transpose:
-        return csr.indptr, csr.indices, csr.data
-    data, indices, indptr = csr._swapped_arrays()
-    return indptr, indices, data
-
-
-def next_power_of_two(value: int) -> int:
-    """The smallest power of two at least ``value`` (1 for values below 2)."""
-    return 1 << max(0, int(value) - 1).bit_length()
-
-
-def lanes_per_row(mean_length: float) -> int:
-    """Lanes of the column-major CSR kernel per row: the smallest power of two at least a
-    seventh of the mean row length, at most 32 (the SpMV kernel's rule, see
-    sparsegpu/formats/_compressed.py ``threads_per_row``)."""
-    return min(32, next_power_of_two(int(np.ceil(max(mean_length / 7.0, 1.0)))))
-
-
-def row_shape(k: int, itemsize: int, vector: bool) -> tuple[int, int, int]:
-    """(lanes per row G, chunks per lane, values per chunk VEC) of the row-major kernels for
-    k columns: G * VEC covers k where it can, else 32 lanes of up to 4 chunks."""
-    width = VECTOR_BYTES // itemsize if vector else 1
-    chunks = -(-k // width)
-    lanes = min(32, next_power_of_two(chunks))
-    tiles = 1 if lanes < 32 else min(4, next_power_of_two(-(-chunks // 32)))
-    return lanes, tiles, width
-
-
-def can_vectorise(X: Any, Y: Any) -> bool:
-    """Whether chunks of VEC columns of X and Y are aligned 16-byte vectors: unit column
-    strides, row strides and k multiples of VEC, 16-byte aligned bases."""
-    width = VECTOR_BYTES // X.itemsize
-    if width < 2:
-        return False
-    (x_row, x_col), (y_row, y_col) = element_strides(X), element_strides(Y)
-    k = X.shape[1]
-    return (x_col == 1 and y_col == 1 and k % width == 0 and x_row % width == 0 and y_row % width == 0
-            and X.data.ptr % VECTOR_BYTES == 0 and Y.data.ptr % VECTOR_BYTES == 0)
-
-
-def csr_spmm_device(indptr: Any, indices: Any, data: Any, X: Any, Y: Any, alpha: Any, beta: Any) -> Any:
-    """Y = alpha * A X + beta * Y over CSR arrays (GPU), by the kernel family of X's layout."""
-    m, k = Y.shape
-    if m == 0 or k == 0:
-        return Y
-    x_row, x_col = element_strides(X)
-    if x_row == 1 or X.shape[0] <= 1:
-        tpr = lanes_per_row(data.size / m)
-        return _column_tiles(CSR_COLS, "csr_spmm_cols<{{V}}, {{I}}, {lanes}, {tile}>", tpr,
-                             (indptr, indices, data), X, Y, alpha, beta)
-    vector = can_vectorise(X, Y)
-    lanes, tiles, _ = row_shape(k, X.itemsize, vector)
-    kernel = CSR_ROWS.function(f"csr_spmm_rows<{{V}}, {{I}}, {lanes}, {tiles}, {str(vector).lower()}>",
-                               data.dtype, indptr.dtype)
-    y_row, y_col = element_strides(Y)
-    kernel((blocks_for(m * lanes, SPMM_BLOCK),), (SPMM_BLOCK,),
-           (indptr, indices, data, X, np.int64(x_row), np.int64(x_col), Y, np.int64(y_row), np.int64(y_col),
-            np.int64(k), alpha, beta, np.int64(m)))
-    return Y
-
-
-def _column_tiles(kernels: KernelFile, template: str, lanes: int, arrays: tuple[Any, ...], X: Any, Y: Any,
-                  alpha: Any, beta: Any) -> Any:
-    """Launch a column-major kernel (``template``, with ``lanes`` threads per row) over tiles of
-    columns along the grid's y dimension, in slabs of at most MAX_GRID_Y tiles (views of X and
-    Y, no copies)."""
-    m, k = Y.shape
-    tile = min(COLUMN_TILES[-1], next_power_of_two(k))
-    kernel = kernels.function(template.format(lanes=lanes, tile=tile), Y.dtype, arrays[0].dtype)
-    slab = MAX_GRID_Y * tile
-    for first in range(0, k, slab):
-        x, y = X[:, first:first + slab], Y[:, first:first + slab]
-        (x_row, x_col), (y_row, y_col) = element_strides(x), element_strides(y)
-        width = y.shape[1]
-        kernel((blocks_for(m * lanes, SPMM_BLOCK), -(-width // tile)), (SPMM_BLOCK,),
-               (*arrays, x, np.int64(x_row), np.int64(x_col), y, np.int64(y_row), np.int64(y_col),
-                np.int64(width), alpha, beta, np.int64(m)))
-    return Y

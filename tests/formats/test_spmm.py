@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 import sparsegpu
 from sparsegpu import datasets
-from sparsegpu.formats import _spmm
+from sparsegpu.formats import _spmm_device
 from sparsegpu.reference import spmm as ref
 from tests.conftest import REAL_MATRICES, poisoned, requires_matrices, to_numpy, xp_for
 
@@ -62,12 +62,20 @@ def assert_close(got, want, S, X, dtype, what=""):
 
 
 def reference_product(A, X, transpose=False):
-    """op(A) X by the CSR reference over A's CSR (host arrays)."""
-    csr = A.to_csr().asbackend("cpu")
+    """op(A) X by the reference over A's own layout for ELL and direct SELL (the layouts with
+    kernels of their own), else the CSR reference over A's CSR (host arrays)."""
+    dtype = np.result_type(A.dtype, X.dtype)
+    host = A.asbackend("cpu")
+    if not transpose and (A.format == "ell" or (A.format == "sell" and A.mode == "direct")):
+        out = np.full((A.shape[0], X.shape[1]), np.nan, dtype)
+        X = to_numpy(X).astype(dtype)
+        if A.format == "ell":
+            return ref.ell_spmm(host.indices, host.data.astype(dtype), host.width, X, out)
+        return ref.sell_spmm(host.slice_ptr, host.indices, host.data.astype(dtype), host.perm, host.C, X, out)
+    csr = host.to_csr()
     S = csr.to_scipy()
     if transpose:
         S = sp.csr_array(S.T)
-    dtype = np.result_type(A.dtype, X.dtype)
     out = np.full((S.shape[0], X.shape[1]), np.nan, dtype)
     return ref.csr_spmm(S.indptr, S.indices, S.data.astype(dtype), to_numpy(X).astype(dtype), out)
 
@@ -369,7 +377,7 @@ def test_unaligned_and_odd_layouts_fall_back_to_scalar_loads(rng):
     flat = cupy.asarray(rng.standard_normal(70 * 8 + 1))
     X = flat[1:].reshape(70, 8)  # 8-byte aligned, not 16
     assert X.data.ptr % 16 != 0
-    assert not _spmm.can_vectorise(X, cupy.empty((90, 8)))
+    assert not _spmm_device.can_vectorise(X, cupy.empty((90, 8)))
     assert_close(A @ X, S @ X.get(), S, X, np.float64, "unaligned X")
     Y = cupy.asarray(np.full((90, 9), np.nan))[:, 1:]
     A.spmm(X, Y)
@@ -380,8 +388,24 @@ def test_kernel_shapes_cover_k():
     for itemsize in (4, 8, 16):
         for vector in (True, False):
             for k in KS:
-                lanes, tiles, width = _spmm.row_shape(k, itemsize, vector)
-                assert (lanes, tiles) in _spmm.ROW_SHAPES
+                lanes, tiles, width = _spmm_device.row_shape(k, itemsize, vector)
+                assert (lanes, tiles) in _spmm_device.ROW_SHAPES
                 assert lanes * tiles * width >= min(k, 32 * 4 * width)
                 assert lanes == 1 or (lanes // 2) * width < k
-    assert [_spmm.lanes_per_row(mean) for mean in (0, 5, 7.5, 15.5, 100, 1000)] == [1, 1, 2, 4, 16, 32]
+    assert [_spmm_device.lanes_per_row(mean) for mean in (0, 5, 7.5, 15.5, 100, 1000)] == [1, 1, 2, 4, 16, 32]
+
+
+def test_long_rows_are_cut_into_segments_in_order(rng):
+    lengths = rng.integers(0, 40, 300)
+    lengths[rng.choice(300, 5, replace=False)] = rng.integers(1000, 3000, 5)
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    split = _spmm_device.long_rows(indptr, 256, np)
+    long = np.flatnonzero(lengths > 256)
+    assert split.n_long == long.size and np.array_equal(split.rows, long)
+    for slot, row in enumerate(long):
+        segments = range(split.seg_first[slot], split.seg_first[slot + 1])
+        covered = np.concatenate([np.arange(split.begins[s], split.ends[s]) for s in segments])
+        assert np.array_equal(covered, np.arange(indptr[row], indptr[row + 1]))  # in order, no gaps
+        assert all(0 < split.ends[s] - split.begins[s] <= 256 for s in segments)
+    assert split.n_segments == split.seg_first[-1] == sum(-(-lengths[long] // 256))
+    assert _spmm_device.long_rows(np.array([0, 3, 5], np.int64), 256, np).n_long == 0
