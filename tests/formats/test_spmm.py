@@ -409,3 +409,51 @@ def test_long_rows_are_cut_into_segments_in_order(rng):
         assert all(0 < split.ends[s] - split.begins[s] <= 256 for s in segments)
     assert split.n_segments == split.seg_first[-1] == sum(-(-lengths[long] // 256))
     assert _spmm_device.long_rows(np.array([0, 3, 5], np.int64), 256, np).n_long == 0
+
+
+# --------------------------------------------------------------------------- benchmark and asv
+
+
+def test_bench_checks_then_times(rng):
+    from sparsegpu.bench import spmm as bench
+
+    S = random_sparse(rng, 300, 200, 0.05)
+    rows = bench.run_spmm({"random": S}, ks=(3, 8), orders=("C", "F"), formats=("csr", "ell"), backend="cpu",
+                          repeat=2)
+    assert [(r["k"], r["order"]) for r in rows] == [(3, "C"), (3, "F"), (8, "C"), (8, "F")]
+    for row in rows:
+        assert row["baseline"] == "scipy" and row["bytes"] == bench.spmm_bytes(300, 200, S.nnz, row["k"])
+        for impl in ("csr", "scipy"):
+            assert row["outcomes"][impl]["status"] == "ok" and row["outcomes"][impl]["gbps"] > 0
+        assert row["outcomes"]["ell"]["status"] in ("ok", "refused")
+        assert row["speedup"] > 0
+    wrong = S.toarray() @ np.ones((200, 2))
+    wrong[5, 1] += 1.0
+    assert "entry (5, 1)" in bench.check_block(wrong, S, np.ones((200, 2)), S @ np.ones((200, 2)), np.float64)
+    assert bench.check_block(S @ np.ones((200, 2)), S, np.ones((200, 2)), S @ np.ones((200, 2)), np.float64) is None
+    with pytest.raises(ValueError, match="orders"):
+        bench.run_spmm({"random": S}, orders=("K",), backend="cpu")
+    assert "random" in bench.format_results(rows)
+
+
+def test_asv_spmm_suite_skips_without_a_gpu(monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "asv_benchmarks"))
+    import benchmarks.spmm as suite
+
+    assert suite.SpMM.unit == "GB/s" and suite.SpMM.params[0][-1] == "cupyx"
+    if not sparsegpu.gpu_available():
+        with pytest.raises(NotImplementedError):
+            suite.SpMM().setup("csr", 4, "C", "poisson2d")
+
+
+@pytest.mark.gpu
+def test_bench_on_gpu_small():
+    from sparsegpu.bench import spmm as bench
+
+    rows = bench.run_spmm({"poisson": datasets.poisson2d(300), "rmat": datasets.rmat(14)}, ks=(4, 16),
+                          formats=("csr", "sell"), backend="gpu", repeat=3)
+    for row in rows:
+        assert row["outcomes"]["csr"]["status"] == "ok" and row["outcomes"]["cupyx"]["status"] == "ok"
+        assert row["copy_gbps"] > 100
