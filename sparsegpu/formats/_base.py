@@ -25,7 +25,7 @@ from sparsegpu._backend import (
     to_backend,
     to_host,
 )
-from sparsegpu.formats import _semiring, _spmm
+from sparsegpu.formats import _semiring, _spgemm, _spmm
 from sparsegpu.formats._scipy import (  # noqa: F401  (re-exported for the layers above)
     as_scipy_sparse,
     canonical_scipy,
@@ -493,11 +493,16 @@ class SparseMatrix:
         return y
 
     def __matmul__(self, x: Any) -> Any:
-        if sp.issparse(x) or isinstance(x, SparseMatrix):
-            return NotImplemented
+        if sp.issparse(x) or isinstance(x, (SparseMatrix, TransposedOperator)):
+            return _spgemm.spgemm(self, x)  # sparse times sparse: a CSR, SciPy's pattern
         if np.ndim(x) == 2:  # a block of vectors: sparse times dense (spmv stays 1-D)
             return _spmm.spmm(self, x, None, 1, 0, transpose=False)
         return self._product(x, None, 1, 0, transpose=False)
+
+    def __rmatmul__(self, x: Any) -> Any:
+        if sp.issparse(x):  # scipy @ sparsegpu: the scipy operand moves to this matrix's backend
+            return _spgemm.spgemm(x, self)
+        return NotImplemented
 
     def spmm(self, X: Any, Y: Any = None, alpha: Any = 1, beta: Any = 0) -> Any:
         """``alpha * A @ X + beta * Y`` for a dense 2-D ``X`` (n x k): sparse times dense.
@@ -730,8 +735,8 @@ class TransposedOperator:
         return self._base._product(x, y, alpha, beta, transpose=True)
 
     def __matmul__(self, x: Any) -> Any:
-        if sp.issparse(x) or isinstance(x, SparseMatrix):
-            return NotImplemented
+        if sp.issparse(x) or isinstance(x, (SparseMatrix, TransposedOperator)):
+            return _spgemm.spgemm(self, x)
         if np.ndim(x) == 2:  # A.T @ X: sparse times dense over A^T's CSR
             return _spmm.spmm(self._base, x, None, 1, 0, transpose=True)
         return self._base._product(x, None, 1, 0, transpose=True)

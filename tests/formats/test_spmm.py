@@ -263,11 +263,12 @@ def test_y_order_is_kept(rng, backend):
     np.testing.assert_allclose(to_numpy(Y), S @ to_numpy(X), rtol=1e-12, atol=1e-12)
 
 
-def test_sparse_operands_are_left_to_others(backend):
-    A = sparsegpu.from_scipy(sp.eye(3, format="csr"), backend=backend)
-    assert A.__matmul__(sp.eye(3, format="csr")) is NotImplemented
-    assert A.__matmul__(A) is NotImplemented
-    assert A.T.__matmul__(A) is NotImplemented
+def test_sparse_operands_go_to_spgemm(backend, rng):
+    S = random_sparse(rng, 5, 5, 0.5)
+    A = sparsegpu.from_scipy(S, backend=backend)
+    for got, expected in ((A @ S, S @ S), (A @ A, S @ S), (A.T @ A, S.T @ S), (S @ A, S @ S)):
+        assert isinstance(got, sparsegpu.CSR) and got.backend == backend
+        np.testing.assert_allclose(got.to_scipy().toarray(), expected.toarray(), rtol=1e-12)
 
 
 def test_bad_operands(rng, backend):
