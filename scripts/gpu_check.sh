@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # The whole GPU check in one command, on a machine with a CUDA GPU and CuPy:
-#   scripts/gpu_check.sh OUTDIR [STEP ...]      STEP: tests sanitizer bench targets transfer graphs asv
+#   scripts/gpu_check.sh OUTDIR [STEP ...]      STEP: tests sanitizer bench targets transfer graphs
+#                                               analytics asv
 #                                               (default: all)
 # tests: the test suite with the GPU tests; sanitizer: compute-sanitizer memcheck and racecheck
 # over a small run of every kernel family; bench: the comparison command over all real matrices
 # and the generated families (medium); targets: the issues' performance targets (large
 # matrices, primitives at 2^28, CG, call overhead); transfer: streamed uploads and out-of-core
 # SpMV on a 2.48 GB matrix; graphs: the csgraph functions against SciPy, a hand-written CuPy
-# baseline and GraphBLAS on the large graphs; asv: the asv suite, --quick.
+# baseline and GraphBLAS on the large graphs; analytics: PageRank, triangles, betweenness, k-core,
+# Louvain and Jaccard against NetworkX, GraphBLAS, SciPy and CuPy, and the NetworkX backend against
+# NetworkX; asv: the asv suite, --quick.
 # Logs go to OUTDIR; a summary table is printed last. Exit status 1 if any step failed.
 set -u -o pipefail
 out=$(realpath -m "${1:?usage: scripts/gpu_check.sh OUTDIR [STEP ...]}")
 shift
-steps=${*:-tests sanitizer bench targets transfer graphs asv}
+steps=${*:-tests sanitizer bench targets transfer graphs analytics asv}
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
@@ -37,6 +40,12 @@ if [ -d .shared/wheels ]; then
     python3 -m pip install -q --no-index --no-deps --target /tmp/extra-site .shared/wheels/*.whl >/dev/null 2>&1
     export PYTHONPATH="$PYTHONPATH:/tmp/extra-site"
 fi
+# NetworkX finds the backend through its entry points: the source tree's, without installing it.
+info=/tmp/extra-site/sparsegpu_nx_entry_points-0.dist-info
+mkdir -p "$info"
+printf 'Metadata-Version: 2.1\nName: sparsegpu-nx-entry-points\nVersion: 0\n' >"$info/METADATA"
+printf '[networkx.backends]\nsparsegpu = sparsegpu.nx:backend_interface\n\n[networkx.backend_info]\nsparsegpu = _sparsegpu_nx_info:get_info\n' >"$info/entry_points.txt"
+[[ ":$PYTHONPATH:" == *":/tmp/extra-site:"* ]] || export PYTHONPATH="$PYTHONPATH:/tmp/extra-site"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$out/device.txt" 2>&1
 wants tests && step tests python3 -m pytest -q -p no:cacheprovider --maxfail=40
 if wants sanitizer; then
@@ -48,6 +57,8 @@ wants bench && step bench python3 -m sparsegpu.bench --size medium --out "$out/b
 wants targets && step targets python3 -m sparsegpu.bench --matrices targets --primitives --cg --python-overhead --out "$out/targets"
 wants transfer && step transfer python3 -m sparsegpu.bench --no-spmv --transfer --size large --out "$out/transfer"
 wants graphs && step graphs python3 -m sparsegpu.bench --no-spmv --graphs --size large --out "$out/graphs"
+wants analytics && step analytics python3 -m sparsegpu.bench --no-spmv --analytics --networkx-backend --size large \
+    --out "$out/analytics"
 if wants asv; then
     export ASV_PYTHONPATH="$PYTHONPATH"
     asv_run() { cd asv_benchmarks && python3 -m asv machine --yes && python3 -m asv run -E existing:same --quick --show-stderr; }

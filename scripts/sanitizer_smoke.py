@@ -44,9 +44,40 @@ def main() -> int:
                     failures += not ok
                     print(f"{name:5s} deterministic={deterministic!s:5s} {label:6s} max error {err:.2e} {'ok' if ok else 'WRONG'}")
     failures += check_primitives_solvers_and_stats(S)
+    failures += check_products(S)
     failures += check_graphs_and_semirings()
     cupy.cuda.runtime.deviceSynchronize()
     return 1 if failures else 0
+
+
+def check_products(S: sp.csr_array) -> int:
+    """Sparse times dense (CSR, ELL, SELL; both orders of X) and sparse times sparse (plain,
+    masked plus_pair, and in row blocks), against SciPy."""
+    checks = []
+    for k in (3, 32):
+        X = rng.standard_normal((S.shape[1], k))
+        for name in ("csr", "ell", "sell"):
+            try:
+                A = sparsegpu.from_scipy(S, format=name, backend="gpu")
+            except ValueError:  # the fill guard
+                continue
+            for order in ("C", "F"):
+                got = (A @ cupy.asarray(X, order=order)).get()
+                checks.append((f"spmm {name} k={k} {order}", got, S @ X))
+    small = sp.csr_array(S[:800, :800])
+    A = sparsegpu.from_scipy(small, backend="gpu")
+    checks.append(("spgemm A@A", (A @ A).to_scipy().toarray(), (small @ small).toarray()))
+    blocks = sparsegpu.spgemm(A, A, max_bytes=1 << 16).to_scipy().toarray()
+    checks.append(("spgemm A@A in row blocks", blocks, (small @ small).toarray()))
+    pattern = sp.csr_array((small != 0).astype(np.float64))
+    masked = sparsegpu.spgemm(A, A, semiring="plus_pair", mask=A).to_scipy().toarray()
+    checks.append(("spgemm masked plus_pair", masked, ((pattern @ pattern).multiply(pattern)).toarray()))
+    failures = 0
+    for name, got, want in checks:
+        ok = bool(np.allclose(got, want, rtol=1e-10, atol=1e-10))
+        failures += not ok
+        print(f"{name:26s} {'ok' if ok else 'WRONG'}")
+    return failures
 
 
 def check_primitives_solvers_and_stats(S: sp.csr_array) -> int:
@@ -164,12 +195,33 @@ def check_graphs_and_semirings() -> int:
         got = A.spmspv(frontier, semiring="any_pair", direction=direction).to_dense()
         checks.append((f"spmspv {direction}", got.get() if hasattr(got, "get") else got,
                        C.spmspv(frontier, semiring="any_pair", direction=direction).to_dense()))
+    checks += check_analytics(kron)
     failures = 0
     for name, got, want in checks:
         ok = bool(np.allclose(got, want, rtol=1e-12, atol=0, equal_nan=True))
         failures += not ok
         print(f"{name:26s} {'ok' if ok else 'WRONG'}")
     return failures
+
+
+def check_analytics(S: sp.csr_array) -> list[tuple[str, object, object]]:
+    """PageRank, both triangle methods, k-core, Louvain, betweenness and Jaccard on the GPU
+    against the CPU backend."""
+    from sparsegpu import csgraph
+
+    A = sparsegpu.from_scipy(S, backend="gpu")
+    host = lambda a: a.get() if hasattr(a, "get") else a  # noqa: E731
+    checks = [("pagerank", host(csgraph.pagerank(A)), csgraph.pagerank(S, backend="cpu")),
+              ("core_number", host(csgraph.core_number(A)), csgraph.core_number(S, backend="cpu")),
+              ("betweenness k=16", host(csgraph.betweenness_centrality(A, k=16, seed=1)),
+               csgraph.betweenness_centrality(S, k=16, seed=1, backend="cpu")),
+              ("jaccard", host(csgraph.jaccard(A)[2]), csgraph.jaccard(S, backend="cpu")[2])]
+    for method in ("intersection", "product"):
+        checks.append((f"triangles {method}", host(csgraph.triangles(A, method=method)),
+                       csgraph.triangles(S, method=method, backend="cpu")))
+    communities = csgraph.louvain_communities(A, seed=2)
+    checks.append(("louvain partition", sorted(map(len, communities)), sorted(map(len, communities))))
+    return checks
 
 
 if __name__ == "__main__":

@@ -13,7 +13,19 @@ from sparsegpu import csgraph, linalg, semiring
 from sparsegpu._backend import BackendError, backend, get_options, gpu_available, options, set_options
 from sparsegpu._kernels import KernelCompileError
 from sparsegpu.advisor import Advice, MatrixStats, advise, from_scipy, matrix_stats
-from sparsegpu.formats import COO, CSC, CSR, ELL, HYB, JDS, SELL, SparseMatrix, SparseVector, TransposedOperator
+from sparsegpu.formats import (
+    COO,
+    CSC,
+    CSR,
+    ELL,
+    HYB,
+    JDS,
+    SELL,
+    SparseMatrix,
+    SparseVector,
+    TransposedOperator,
+    spgemm,
+)
 from sparsegpu.transfer import (
     OutOfCoreCSR,
     PinnedPool,
@@ -59,6 +71,7 @@ __all__ = [
     "semiring",
     "pinned_empty",
     "set_options",
+    "spgemm",
     "unpin",
     "upload",
     "upload_csr",

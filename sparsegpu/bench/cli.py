@@ -19,6 +19,7 @@ import scipy
 import sparsegpu
 from sparsegpu import datasets
 from sparsegpu._backend import resolve_backend
+from sparsegpu.bench import analytics as analytics_bench
 from sparsegpu.bench import graphs as graphs_bench
 from sparsegpu.bench import primitives as primitives_bench
 from sparsegpu.bench import report, solvers, spmv, timing
@@ -64,6 +65,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--graphs", nargs="*", metavar="GRAPH", help="instead of SpMV: sparsegpu.csgraph vs SciPy, "
                         "a CuPy baseline and python-graphblas on the --size preset graphs, or those named "
                         f"({', '.join(f'{f}:N' for f in graphs_bench.FAMILIES)}, real graph names)")
+    parser.add_argument("--analytics", nargs="*", metavar="GRAPH", help="instead of SpMV: PageRank, triangles, "
+                        "betweenness, k-core, Louvain and Jaccard vs NetworkX, python-graphblas, SciPy and CuPy on the "
+                        "--size preset graphs, or those named")
+    parser.add_argument("--analytics-functions", default=",".join(analytics_bench.FUNCTIONS),
+                        help="comma-separated functions for --analytics (default: all)")
+    parser.add_argument("--networkx-backend", action="store_true", help="nx.pagerank on Kronecker 18 and "
+                        "nx.betweenness_centrality(k=64) on ego-Twitter, backend='sparsegpu' vs NetworkX's own")
     parser.add_argument("--graph-functions", default=",".join(graphs_bench.FUNCTIONS),
                         help="comma-separated functions for --graphs (default: all)")
     return parser.parse_args(argv)
@@ -194,9 +202,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         backend = resolve_backend(args.backend)
         size = args.size or ("medium" if backend == "gpu" else "small")
-        labels = [] if args.no_spmv or args.graphs is not None else resolve_matrices(args.matrices, size)
+        other = args.graphs is not None or args.analytics is not None or args.networkx_backend
+        labels = [] if args.no_spmv or other else resolve_matrices(args.matrices, size)
         graph_names = [] if args.graphs is None else graphs_bench.resolve_graphs(args.graphs, size)
         graph_functions = graphs_bench.resolve_functions([args.graph_functions])
+        analytics_names = ([] if args.analytics is None else
+                           graphs_bench.resolve_graphs(args.analytics or list(analytics_bench.SIZES[size]), size))
+        analytics_functions = analytics_bench.resolve_functions([args.analytics_functions])
         formats = resolve_formats(args.formats)
     except (ValueError, sparsegpu.BackendError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -236,6 +248,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             payload["graphs"] = graphs_bench.bench_graphs(graph_names, backend, graph_functions,
                                                           repeat=args.repeat, seed=args.seed, on_step=bar.step,
                                                           on_graph=bar.advance)
+    if analytics_names:
+        with progress(len(analytics_names)) as bar:
+            payload["analytics"] = analytics_bench.bench_analytics(analytics_names, backend, analytics_functions,
+                                                                   repeat=args.repeat, seed=args.seed,
+                                                                   on_step=bar.step, on_row=print_row)
+    if args.networkx_backend:
+        with progress(1) as bar:
+            payload["networkx_backend"] = analytics_bench.bench_networkx_backend(seed=args.seed, on_step=bar.step)
     args.out.mkdir(parents=True, exist_ok=True)
     report.write_json(args.out / "bench.json", payload)
     charted = bool(payload.get("spmv")) and report.plot_spmv(args.out / "bench.png", payload)
@@ -246,8 +266,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         transfer_bench.print_transfer(payload["transfer"])
     if "graphs" in payload:
         graphs_bench.print_graphs(payload["graphs"])
+    if "analytics" in payload:
+        analytics_bench.print_analytics(payload["analytics"])
+    if "networkx_backend" in payload:
+        analytics_bench.print_networkx_backend(payload["networkx_backend"])
     bad = (failures(payload) + transfer_bench.failures(payload.get("transfer"))
-           + graphs_bench.failures(payload.get("graphs")))
+           + graphs_bench.failures(payload.get("graphs")) + analytics_bench.failures(payload.get("analytics")))
     if bad:
         print(f"\nWRONG or failed: {', '.join(bad)}")
     print(f"\nwrote {args.out / 'bench.json'}" + (f" and {args.out / 'bench.png'}" if charted else ""))
@@ -255,6 +279,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"skipped {args.out / 'bench.png'}: matplotlib is not installed "
               f"(python3 -m pip install \"sparsegpu[plot]\")")
     return 1 if bad else 0
+
+
+def print_row(row: dict[str, Any]) -> None:
+    """An analytics row as soon as it is done (a long run shows its figures as it goes)."""
+    print(analytics_bench.row_line(row), flush=True)
 
 
 def failures(payload: dict[str, Any]) -> list[str]:

@@ -11,11 +11,11 @@ hold each source's BFS level, path counts ``sigma`` and dependencies ``delta``:
   below.
 
 The code is written once over the backend's array module: SciPy's sparse products on the CPU,
-cuSPARSE's (``cupyx.scipy.sparse``) on the GPU. Path counts are integers held exactly in float64
-(up to 2^53), so their sums do not depend on order; the dependencies are float sums, reproducible
-because every product is a non-transposed CSR product (the CPU's sequential one; cuSPARSE
-documents its non-transposed SpMM as run-to-run reproducible) and each batch's sum over its
-sources is added to the result in the order of the batches, whose size depends on ``n`` only.
+sparsegpu's CSR times a block of vectors on the GPU. Path counts are integers held exactly in
+float64 (up to 2^53), so their sums do not depend on order; the dependencies are float sums,
+reproducible because every product sums each row in a fixed order (SciPy's sequential loop; the
+GPU kernel's fixed split of a row) and each batch's sum over its sources is added to the result
+in the order of the batches, whose size depends on ``n`` only.
 
 Weighted betweenness (``weight`` given) runs on the host: SciPy's Dijkstra gives every source's
 distances, the edges with ``dist[u] + w == dist[v]`` (NetworkX's exact test) form the
@@ -36,6 +36,7 @@ import scipy.sparse.csgraph as scipy_csgraph
 
 from sparsegpu import _validate, convert
 from sparsegpu.csgraph._graph import Graph, as_graph
+from sparsegpu.formats import CSR
 
 __all__ = ["betweenness_centrality"]
 
@@ -200,14 +201,12 @@ def _batch_size(n: int, backend: str, count: int) -> int:
 
 
 def _structure(graph: Graph) -> Any:
-    """The graph's pattern as a sparse matrix of ones of the backend's SciPy flavour (cuSPARSE
-    takes 32-bit indices on the GPU)."""
+    """The graph's pattern as a matrix of ones: a SciPy CSR on the CPU, a sparsegpu CSR on the
+    GPU (whose products with a block of vectors sum each entry in a fixed order: the same bits
+    on every run)."""
     ones = graph.xp.ones(graph.nnz, dtype=np.float64)
     if graph.backend == "gpu":
-        import cupyx.scipy.sparse as cusp
-
-        arrays = (ones, graph.indices.astype(np.int32, copy=False), graph.indptr.astype(np.int32, copy=False))
-        return cusp.csr_matrix(arrays, shape=(graph.n, graph.n))
+        return CSR((ones, graph.indices, graph.indptr), (graph.n, graph.n), backend="gpu", check=False)
     return sp.csr_array((ones, graph.indices, graph.indptr), shape=(graph.n, graph.n))
 
 

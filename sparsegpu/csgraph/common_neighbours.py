@@ -13,7 +13,8 @@ the two others, and two ways count them (:func:`choose_method` picks one):
   shorter sorted list searched in the longer): the kernel of kernels/graph_triangles.cu on the
   GPU, its NumPy reference on the CPU. Jaccard similarity counts common neighbours the same way.
 - ``"product"``: the masked products ``(U @ U) * U`` and ``(U.T @ U) * U`` of the oriented
-  adjacency U (SciPy, or cuSPARSE through CuPy), summed by row and column.
+  adjacency U (SciPy's on the CPU, masked ``plus_pair`` products on the GPU), summed by row and
+  column.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from sparsegpu import convert
 from sparsegpu._backend import is_device_array, to_backend
 from sparsegpu.csgraph import _device_triangles
 from sparsegpu.csgraph._graph import Graph, as_graph, check_choice
+from sparsegpu.formats import CSR, spgemm
 from sparsegpu.reference import graph_triangles as reference
 
 __all__ = ["choose_method", "jaccard", "triangle_count", "triangles"]
@@ -40,7 +42,6 @@ GPU_PRODUCT_MAX_WEDGES = 1 << 22
 #: graph tried (real graphs, Kronecker graphs up to scale 17), but they hold U @ U (up to one
 #: entry per wedge) at once; past this the intersection, whose memory is bounded, takes over.
 CPU_PRODUCT_MAX_WEDGES = 1 << 28
-INT32_MAX = np.iinfo(np.int32).max
 
 
 def choose_method(backend: str, wedges: int, edges: int = 0) -> str:
@@ -59,19 +60,15 @@ def choose_method(backend: str, wedges: int, edges: int = 0) -> str:
     -------
     str
         ``"product"`` up to the backend's threshold (:data:`GPU_PRODUCT_MAX_WEDGES`,
-        :data:`CPU_PRODUCT_MAX_WEDGES`) of wedges, else ``"intersection"``; always
-        ``"intersection"`` on the GPU past 2^31 - 1 edges (cuSPARSE's products index with int32).
+        :data:`CPU_PRODUCT_MAX_WEDGES`) of wedges, else ``"intersection"``.
 
     Examples
     --------
     >>> choose_method("cpu", 10), choose_method("cpu", 10**12)
     ('product', 'intersection')
     """
-    if backend == "gpu":
-        small = wedges <= GPU_PRODUCT_MAX_WEDGES and edges <= INT32_MAX
-    else:
-        small = wedges <= CPU_PRODUCT_MAX_WEDGES
-    return "product" if small else "intersection"
+    limit = GPU_PRODUCT_MAX_WEDGES if backend == "gpu" else CPU_PRODUCT_MAX_WEDGES
+    return "product" if wedges <= limit else "intersection"
 
 
 # --------------------------------------------------------------------------- graphs
@@ -122,40 +119,39 @@ def _common_neighbours(graph: Graph, indptr: Any, indices: Any, first: Any, seco
     return module.common_neighbours(indptr, indices, first, second, corners=corners, edges=edges)
 
 
-def _oriented_matrix(indptr: Any, indices: Any, n: int, backend: str) -> Any:
-    """The oriented pattern as a float64 SciPy / CuPy CSR of ones (float: cuSPARSE's products
-    need it; the counts stay exact integers). cuSPARSE indexes with int32."""
-    if backend == "gpu":
-        import cupy
-        import cupyx.scipy.sparse as cusparse
-
-        if indices.size > INT32_MAX or n > INT32_MAX:
-            raise ValueError(f"method='product' on the GPU takes graphs of fewer than 2^31 edges and vertices "
-                             f"(cuSPARSE indexes with int32); this one has {indices.size} edges: use 'intersection'")
-        ones = cupy.ones(indices.size, dtype=np.float64)
-        return cusparse.csr_matrix((ones, indices.astype(np.int32), indptr.astype(np.int32)), shape=(n, n))
-    return sp.csr_array((np.ones(indices.size), indices, indptr), shape=(n, n))
-
-
-def _flat(a: Any, xp: Any) -> Any:
-    return xp.asarray(a).ravel()
-
-
 def _by_product(graph: Graph, indptr: Any, indices: Any, per_vertex: bool) -> Any:
     """Per-vertex counts (int64) or the total (int) from the masked products of the oriented
     pattern U: ``(U @ U) * U`` holds at (a, c) the triangles whose lowest corner is a and
-    highest c; ``(U.T @ U) * U`` at (b, c) those whose middle corner is b and highest c."""
+    highest c; ``(U.T @ U) * U`` at (b, c) those whose middle corner is b and highest c. On the
+    GPU both are masked ``plus_pair`` products (:func:`sparsegpu.spgemm` with U as the mask),
+    which never form the unmasked product; on the CPU SciPy's products, masked after."""
     xp, n = graph.xp, graph.n
     if n == 0 or indices.size == 0:
         return xp.zeros(n, dtype=np.int64) if per_vertex else 0
-    U = _oriented_matrix(indptr, indices, n, graph.backend)
-    low_high = (U @ U).multiply(U)
+    if graph.backend == "gpu":
+        U = CSR((xp.ones(indices.size), indices, indptr), (n, n), backend="gpu", check=False)
+        parts = [spgemm(U, U, semiring="plus_pair", mask=U)]
+        if per_vertex:
+            parts.append(spgemm(U.T, U, semiring="plus_pair", mask=U))
+        arrays = [(C.indptr, C.indices, C.data) for C in parts]
+    else:
+        U = sp.csr_array((np.ones(indices.size), indices, indptr), shape=(n, n))
+        products = [(U @ U).multiply(U)] + ([(U.T @ U).multiply(U)] if per_vertex else [])
+        arrays = [(C.indptr, C.indices, C.data) for C in map(sp.csr_array, products)]
+    low_high = arrays[0]
     if not per_vertex:
-        return round(float(low_high.sum()))
-    middle_high = (U.T @ U).multiply(U)
-    total = (_flat(low_high.sum(axis=1), xp) + _flat(low_high.sum(axis=0), xp)
-             + _flat(middle_high.sum(axis=1), xp))
+        return round(float(low_high[2].sum()))
+    # Every count is an integer held exactly in float64: the sums do not depend on their order.
+    middle_high = arrays[1]
+    total = (_row_sums(*low_high, xp) + xp.bincount(low_high[1], weights=low_high[2], minlength=n)
+             + _row_sums(*middle_high, xp))
     return xp.rint(total).astype(np.int64)
+
+
+def _row_sums(indptr: Any, indices: Any, data: Any, xp: Any) -> Any:
+    sums = xp.zeros(data.size + 1, dtype=np.float64)
+    sums[1:] = xp.cumsum(data)
+    return sums[indptr[1:]] - sums[indptr[:-1]]
 
 
 def _count(graph: Graph, method: str, per_vertex: bool) -> Any:

@@ -1,6 +1,7 @@
 """Matrix formats: one module per format, all sharing :class:`SparseMatrix`."""
 
 from sparsegpu.formats._base import SparseMatrix, TransposedOperator
+from sparsegpu.formats._spgemm import spgemm
 from sparsegpu.formats.coo import COO
 from sparsegpu.formats.csc import CSC
 from sparsegpu.formats.csr import CSR
@@ -10,4 +11,4 @@ from sparsegpu.formats.jds import JDS
 from sparsegpu.formats.sell import SELL
 from sparsegpu.formats.vector import SparseVector
 
-__all__ = ["COO", "CSC", "CSR", "ELL", "HYB", "JDS", "SELL", "SparseMatrix", "SparseVector", "TransposedOperator"]
+__all__ = ["COO", "CSC", "CSR", "ELL", "HYB", "JDS", "SELL", "SparseMatrix", "SparseVector", "TransposedOperator", "spgemm"]

@@ -25,7 +25,7 @@ from sparsegpu._backend import (
     to_backend,
     to_host,
 )
-from sparsegpu.formats import _semiring
+from sparsegpu.formats import _semiring, _spgemm, _spmm
 from sparsegpu.formats._arithmetic import ArithmeticMixin
 from sparsegpu.formats._scipy import (  # noqa: F401  (re-exported for the layers above)
     as_scipy_sparse,
@@ -494,9 +494,67 @@ class SparseMatrix(ArithmeticMixin):
         return y
 
     def __matmul__(self, x: Any) -> Any:
-        if sp.issparse(x) or isinstance(x, SparseMatrix):
-            return NotImplemented
+        if sp.issparse(x) or isinstance(x, (SparseMatrix, TransposedOperator)):
+            return _spgemm.spgemm(self, x)  # sparse times sparse: a CSR, SciPy's pattern
+        if np.ndim(x) == 2:  # a block of vectors: sparse times dense (spmv stays 1-D)
+            return _spmm.spmm(self, x, None, 1, 0, transpose=False)
         return self._product(x, None, 1, 0, transpose=False)
+
+    def __rmatmul__(self, x: Any) -> Any:
+        if sp.issparse(x):  # scipy @ sparsegpu: the scipy operand moves to this matrix's backend
+            return _spgemm.spgemm(x, self)
+        return NotImplemented
+
+    def spmm(self, X: Any, Y: Any = None, alpha: Any = 1, beta: Any = 0) -> Any:
+        """``alpha * A @ X + beta * Y`` for a dense 2-D ``X`` (n x k): sparse times dense.
+
+        Each entry of A is read once for many columns of X (details: the module
+        ``sparsegpu.formats._spmm``); bitwise reproducible run to run. ``A @ X`` is
+        ``A.spmm(X)``; ``A.T @ X`` the transposed product.
+
+        Parameters
+        ----------
+        X : ndarray
+            2-D, ``shape[1]`` rows, C or F order (or any strided view), NumPy or CuPy (a NumPy
+            ``X`` with a GPU matrix is uploaded and the result comes back as NumPy). Read where
+            it lies; cast (so copied) only when its dtype is not the product's.
+        Y : ndarray, optional
+            Written in place and returned when given (its order is kept): ``shape[0]`` x k,
+            exactly the product's dtype, the same array library as ``X``, not overlapping
+            ``X``. Required when ``beta != 0``; never read when ``beta == 0``.
+        alpha, beta : scalar, optional
+            Default 1 and 0; complex only for a complex product.
+
+        Returns
+        -------
+        ndarray
+            ``Y``, or a new array in ``X``'s order. Its dtype is NumPy's promotion of the
+            matrix's and ``X``'s (``np.result_type``), as SciPy's.
+
+        Raises
+        ------
+        ValueError
+            ``X`` not 2-D or of the wrong row count (the message names both shapes); ``Y`` of
+            the wrong shape, read-only or overlapping ``X``; ``beta`` nonzero without ``Y``.
+        TypeError
+            A non-numeric ``X``; a promotion outside float32, float64, complex64 and
+            complex128; ``Y`` of another dtype or array library; a CuPy ``X`` with a CPU
+            matrix; a complex ``alpha`` or ``beta`` for a real product.
+
+        Examples
+        --------
+        >>> import numpy as np, scipy.sparse as sp, sparsegpu
+        >>> A = sparsegpu.from_scipy(sp.csr_array(np.array([[1.0, 0, 2], [0, 3, 0]])), backend="cpu")
+        >>> X = np.arange(6.0).reshape(3, 2)
+        >>> A.spmm(X).tolist()
+        [[8.0, 11.0], [6.0, 9.0]]
+        >>> Y = np.ones((2, 2))
+        >>> A.spmm(X, Y, alpha=2.0, beta=1.0) is Y, Y.tolist()
+        (True, [[17.0, 23.0], [13.0, 19.0]])
+        >>> (A.T @ np.ones((2, 1))).ravel().tolist()
+        [1.0, 3.0, 2.0]
+        """
+        return _spmm.spmm(self, X, Y, alpha, beta, transpose=False)
 
     def _product(self, x: Any, y: Any, alpha: Any, beta: Any, transpose: bool) -> Any:
         m, n = self._shape[::-1] if transpose else self._shape
@@ -678,8 +736,10 @@ class TransposedOperator:
         return self._base._product(x, y, alpha, beta, transpose=True)
 
     def __matmul__(self, x: Any) -> Any:
-        if sp.issparse(x) or isinstance(x, SparseMatrix):
-            return NotImplemented
+        if sp.issparse(x) or isinstance(x, (SparseMatrix, TransposedOperator)):
+            return _spgemm.spgemm(self, x)
+        if np.ndim(x) == 2:  # A.T @ X: sparse times dense over A^T's CSR
+            return _spmm.spmm(self._base, x, None, 1, 0, transpose=True)
         return self._base._product(x, None, 1, 0, transpose=True)
 
     def to_scipy(self) -> sp.sparray:

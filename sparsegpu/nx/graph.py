@@ -11,6 +11,8 @@ each edge both ways (a self loop once), as NetworkX's adjacency does.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator
+from itertools import chain
+from operator import methodcaller
 from typing import Any
 
 import numpy as np
@@ -130,10 +132,6 @@ class SparseGraph:
             return None
 
 
-def _integral(values: list) -> bool:
-    return all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values)
-
-
 def _attribute_names(adj: dict, preserve: bool, edge_attrs: dict | None) -> dict[str, Any]:
     """Attribute name -> default for missing values: the asked ones, or every numeric one seen."""
     if edge_attrs:
@@ -141,10 +139,58 @@ def _attribute_names(adj: dict, preserve: bool, edge_attrs: dict | None) -> dict
     if not preserve:
         return {}
     seen: set[str] = set()
-    for nbrs in adj.values():
-        for data in nbrs.values():
-            seen.update(k for k, v in data.items() if isinstance(v, (int, float, np.number)))
+    for data in _edge_data(adj):
+        seen.update(k for k, v in data.items() if isinstance(v, (int, float, np.number)))
     return {name: 1 for name in sorted(seen, key=str)}
+
+
+# The adjacency is read with iterators that run in C (chain, map, fromiter): a Python-level loop
+# per edge costs about ten times as much, and the conversion is most of a first call's time.
+
+
+def _edge_data(adj: dict) -> Iterator[dict]:
+    """Every edge's attribute dict, in adjacency order."""
+    return chain.from_iterable(map(dict.values, adj.values()))
+
+
+def _neighbour_indices(adj: dict, nodes: list, nnz: int) -> np.ndarray:
+    """Every edge's head as a vertex index, in adjacency order."""
+    heads = chain.from_iterable(adj.values())
+    if all(type(node) is int for node in nodes) and nodes == list(range(len(nodes))):
+        return np.fromiter(heads, np.int64, count=nnz)  # labels 0..n-1 in order are the indices
+    index = {node: i for i, node in enumerate(nodes)}
+    return np.fromiter(map(index.__getitem__, heads), np.int64, count=nnz)
+
+
+def _attribute_values(adj: dict, name: str, default: Any, nnz: int) -> tuple[np.ndarray, bool]:
+    """(``name``'s value on every edge as float64, whether all were integers) in adjacency order."""
+    if not any(_edge_data(adj)):  # no edge has any attribute: every value is the default
+        return np.full(nnz, default, dtype=np.float64), _is_integer(default)
+    values = map(methodcaller("get", name, default), _edge_data(adj))
+    try:
+        real = np.fromiter(values, np.float64, count=nnz)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"edge attribute {name!r} must hold real numbers") from error
+    first = next(map(methodcaller("get", name, default), _edge_data(adj)), 0.0)
+    if not _is_integer(first):  # a float anywhere makes path lengths floats: one look suffices
+        return real, False
+    kinds = set(map(type, map(methodcaller("get", name, default), _edge_data(adj))))
+    return real, all(issubclass(kind, (int, np.integer)) and kind is not bool for kind in kinds)
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _row_sort_order(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray | None:
+    """The permutation sorting columns within each row, or None when they already are."""
+    rising = np.diff(indices) > 0
+    starts = indptr[1:-1]
+    rising[starts[(starts > 0) & (starts < indices.size)] - 1] = True  # a row's first entry may be smaller
+    if rising.all():
+        return None
+    rows = np.repeat(np.arange(indptr.size - 1, dtype=np.int64), np.diff(indptr))
+    return np.lexsort((indices, rows))
 
 
 def from_networkx(G: Any, edge_attrs: dict | None = None, preserve_edge_attrs: bool = False,
@@ -189,26 +235,21 @@ def from_networkx(G: Any, edge_attrs: dict | None = None, preserve_edge_attrs: b
         raise NotImplementedError("the sparsegpu backend does not take multigraphs")
     adj = G._adj
     nodes = list(adj)
-    index = {node: i for i, node in enumerate(nodes)}
     n = len(nodes)
     indptr = np.zeros(n + 1, dtype=np.int64)
-    indptr[1:] = np.cumsum(np.fromiter((len(nbrs) for nbrs in adj.values()), np.int64, count=n))
+    np.cumsum(np.fromiter(map(len, adj.values()), np.int64, count=n), out=indptr[1:])
     nnz = int(indptr[-1])
-    indices = np.fromiter((index[v] for nbrs in adj.values() for v in nbrs), np.int64, count=nnz)
-    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-    order = np.lexsort((indices, rows))  # sort columns within each row
+    indices = _neighbour_indices(adj, nodes, nnz)
+    order = _row_sort_order(indptr, indices)
     weights, integral = {}, set()
     for name, default in _attribute_names(adj, preserve_edge_attrs, edge_attrs).items():
-        raw = [data.get(name, default) for nbrs in adj.values() for data in nbrs.values()]
-        try:
-            weights[name] = np.asarray(raw, dtype=np.float64)[order] if raw else np.zeros(0)
-        except (TypeError, ValueError) as error:
-            raise TypeError(f"edge attribute {name!r} must hold real numbers") from error
-        if _integral(raw):
+        values, integers = _attribute_values(adj, name, default, nnz)
+        weights[name] = values if order is None else values[order]
+        if integers:
             integral.add(name)
     graph_attrs = dict(G.graph) if preserve_graph_attrs else None
-    return SparseGraph(nodes, indptr, indices[order], weights, directed=G.is_directed(), integral=integral,
-                       graph_attrs=graph_attrs, backend=backend)
+    return SparseGraph(nodes, indptr, indices if order is None else indices[order], weights,
+                       directed=G.is_directed(), integral=integral, graph_attrs=graph_attrs, backend=backend)
 
 
 def to_networkx(graph: SparseGraph) -> Any:

@@ -11,6 +11,7 @@ import scipy.sparse.csgraph as scipy_csgraph
 
 import sparsegpu
 from sparsegpu import datasets
+from sparsegpu.csgraph import community
 from sparsegpu.csgraph.community import louvain_communities, modularity
 from tests.conftest import to_numpy
 from tests.csgraph.graphs import (
@@ -298,10 +299,13 @@ def test_louvain_same_seed_same_bits_other_seeds_differ(rng):
     assert any(other != first for other in others), "the seed changes nothing"
 
 
-def test_louvain_max_level_and_threshold(rng):
+def test_louvain_max_level_and_threshold(rng, monkeypatch):
     A = datasets.grid_graph(40, 40, seed=int(rng.integers(1000)))  # four levels or so
     seed = int(rng.integers(1 << 31))
     G = nx_graph(A)
+    polished = louvain_communities(A, seed=seed, backend="cpu")
+    # The levels alone, without the final single-vertex moves: NetworkX's nested partitions.
+    monkeypatch.setattr(community, "_louvain_labels", community._level_labels)
     levels = [louvain_communities(A, seed=seed, max_level=k, backend="cpu") for k in (1, 2)]
     final = louvain_communities(A, seed=seed, backend="cpu")
     assert louvain_communities(A, seed=seed, max_level=100, backend="cpu") == final
@@ -316,6 +320,8 @@ def test_louvain_max_level_and_threshold(rng):
     # A threshold above any level's gain stops after the first level.
     assert louvain_communities(A, seed=seed, threshold=1.0, backend="cpu") == levels[0]
     assert louvain_communities(A, seed=seed, threshold=0.0, backend="cpu") is not None
+    # The final moves never lower the modularity of the last level.
+    assert nx.community.modularity(G, polished) >= q[2]
 
 
 def test_louvain_weights_decide(rng):

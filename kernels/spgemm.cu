@@ -1,0 +1,353 @@
+// Sparse times sparse, C<M> = A (+.x) B over CSR (sparsegpu/formats/_spgemm.py; NumPy reference:
+// sparsegpu/reference/spgemm.py). Values V, indices I (A, B, M and C share I); pointers into
+// products and outputs are long long.
+//
+// Hash rows: a group of NT threads (one warp, NT = 32, four groups per block; or a whole block)
+// computes one row of C in a shared-memory hash table of TABLE slots (linear probing). Rows are
+// binned on the host so that a row's bound is at most TABLE / 2 (a load factor of 1/2).
+//   - spgemm_rows<..., false> (symbolic): insert each product's column (the mask applied),
+//     count the distinct ones, write the count.
+//   - spgemm_rows<..., true> (numeric): insert again; compact the keys, sort them in shared
+//     memory (bitonic), record each key's sorted position in the table, write the columns; then
+//     fold each entry's products in product order (A's row in storage order, each B row in
+//     storage order) from the identity, and write the values.
+// Products are visited in chunks of NT (flattened over a chunk of NT entries of A's row, found
+// by a binary search of the chunk's inclusive scan of B row lengths). Deterministic fold without
+// float atomics: the lanes of a warp holding the same column are found with __match_any_sync;
+// the lowest adds its peers' products in lane order; the warps of a group take turns in warp
+// order. Every entry is thus folded in exactly the product order.
+//
+// ESC rows (bounds past the largest table): spgemm_expand writes every product (column, value,
+// mask flag) to global memory; the host sorts them by (row, column, product) and
+// spgemm_fold_runs folds each run in that order.
+#include "semiring.cuh"
+
+inline constexpr int SPGEMM_WARP_GROUPS = 4;  // groups per block of the warp kernel (NT = 32)
+inline constexpr int SPGEMM_FLAT_BLOCK = 256;  // threads per block of the ESC kernels
+
+namespace spgemm {
+
+__device__ __forceinline__ int cas(int* p, int compare, int value) { return atomicCAS(p, compare, value); }
+__device__ __forceinline__ long long cas(long long* p, long long compare, long long value) {
+    return (long long)atomicCAS(reinterpret_cast<unsigned long long*>(p), (unsigned long long)compare,
+                                (unsigned long long)value);
+}
+
+template <class I> struct index_limits;
+template <> struct index_limits<int> { static __device__ __forceinline__ int highest() { return 2147483647; } };
+template <> struct index_limits<long long> {
+    static __device__ __forceinline__ long long highest() { return 9223372036854775807LL; }
+};
+
+template <int TABLE, class I> __device__ __forceinline__ int hash_slot(I key) {
+    return (int)(((unsigned long long)key * 2654435761ull) & (unsigned long long)(TABLE - 1));
+}
+
+// Insert key (>= 0); true when this call put it in (it was absent). Empty slots hold -1. The
+// table never fills (bins keep a row's keys to at most TABLE / 2); the probe stops after TABLE.
+template <int TABLE, class I> __device__ __forceinline__ bool insert(I* keys, I key) {
+    int slot = hash_slot<TABLE>(key);
+    for (int probe = 0; probe < TABLE; ++probe) {
+        const I current = *reinterpret_cast<volatile I*>(keys + slot);
+        if (current == key) return false;
+        if (current == I(-1)) {
+            const I previous = cas(keys + slot, I(-1), key);
+            if (previous == I(-1)) return true;
+            if (previous == key) return false;
+        }
+        slot = (slot + 1) & (TABLE - 1);
+    }
+    return false;
+}
+
+// The slot holding key (after every insert is done), or -1 when absent.
+template <int TABLE, class I> __device__ __forceinline__ int find(const I* keys, I key) {
+    int slot = hash_slot<TABLE>(key);
+    for (int probe = 0; probe < TABLE; ++probe) {
+        const I current = keys[slot];
+        if (current == key) return slot;
+        if (current == I(-1)) return -1;
+        slot = (slot + 1) & (TABLE - 1);
+    }
+    return -1;
+}
+
+// Whether (row, col) may be written: no mask, or col in the mask's sorted row (outside it with
+// complement).
+template <class I>
+__device__ __forceinline__ bool mask_allows(const I* __restrict__ m_indptr, const I* __restrict__ m_indices,
+                                            int complement, long long row, I col) {
+    if (m_indptr == nullptr) return true;
+    long long lo = m_indptr[row], hi = m_indptr[row + 1];
+    while (lo < hi) {
+        const long long mid = lo + (hi - lo) / 2;
+        if (m_indices[mid] < col) lo = mid + 1;
+        else hi = mid;
+    }
+    const bool found = lo < (long long)m_indptr[row + 1] && m_indices[lo] == col;
+    return found != (complement != 0);
+}
+
+template <int NT> __device__ __forceinline__ void group_sync() {
+    if constexpr (NT == 32) __syncwarp();
+    else __syncthreads();
+}
+
+// Inclusive scan of one long long per thread over the group; `warp_totals` holds NT / 32.
+template <int NT> __device__ __forceinline__ long long group_inclusive_scan(long long v, long long* warp_totals) {
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int offset = 1; offset < 32; offset *= 2) {
+        const long long other = __shfl_up_sync(sg::FULL_MASK, v, offset);
+        if (lane >= offset) v += other;
+    }
+    if constexpr (NT == 32) {
+        return v;
+    } else {
+        const int warp = (threadIdx.x % NT) / 32;
+        if (lane == 31) warp_totals[warp] = v;
+        __syncthreads();
+        long long before = 0;
+        for (int w = 0; w < warp; ++w) before += warp_totals[w];
+        __syncthreads();  // warp_totals free again
+        return v + before;
+    }
+}
+
+// One group's shared memory, carved from the dynamic allocation in decreasing alignment. The
+// host computes the same size (_spgemm.py group_shared_bytes).
+template <class V, class I, int NT, int TABLE> struct Shared {
+    V* acc;               // [TABLE] folded value by sorted position
+    V* a_value;           // [NT] the chunk's A values
+    V* staged_value;      // [NT] this round's products
+    long long* chunk_end; // [NT] inclusive scan of the chunk's B row lengths
+    long long* b_begin;   // [NT] where each chunk entry's B row starts
+    long long* warp_totals;  // [NT / 32]
+    I* keys;              // [TABLE] the hash table (-1: empty)
+    I* sorted;            // [TABLE] the row's columns, sorted
+    int* position;        // [TABLE] sorted position of the key in each slot
+    int* count;           // [1]
+
+    __host__ __device__ static constexpr long long bytes() {
+        const long long raw = (long long)sizeof(V) * (TABLE + 2 * NT) + 8LL * (2 * NT + NT / 32) +
+                              (long long)sizeof(I) * 2 * TABLE + 4LL * (TABLE + 1);
+        return (raw + 15) / 16 * 16;
+    }
+
+    __device__ __forceinline__ explicit Shared(unsigned char* base) {
+        acc = reinterpret_cast<V*>(base);
+        a_value = acc + TABLE;
+        staged_value = a_value + NT;
+        chunk_end = reinterpret_cast<long long*>(staged_value + NT);
+        b_begin = chunk_end + NT;
+        warp_totals = b_begin + NT;
+        keys = reinterpret_cast<I*>(warp_totals + NT / 32);
+        sorted = keys + TABLE;
+        position = reinterpret_cast<int*>(sorted + TABLE);
+        count = position + TABLE;
+    }
+};
+
+// Calls visit(valid, column, product) for every product of `row`, NT at a time, in product
+// order: thread t of the group gets product t0 + t of each round. Every thread of the group
+// calls visit the same number of times (it may synchronise the group). NUMERIC: compute the
+// products (otherwise only columns). Products the mask excludes come as invalid.
+template <bool NUMERIC, class S, int NT, class V, class I, class Visit>
+__device__ __forceinline__ void for_each_product(
+    const long long row, const I* __restrict__ a_indptr, const I* __restrict__ a_indices,
+    const V* __restrict__ a_data, const I* __restrict__ b_indptr, const I* __restrict__ b_indices,
+    const V* __restrict__ b_data, const I* __restrict__ m_indptr, const I* __restrict__ m_indices,
+    const int complement, V* a_value, long long* chunk_end, long long* b_begin, long long* warp_totals,
+    Visit&& visit) {
+    const int tid = threadIdx.x % NT;
+    const long long row_begin = a_indptr[row], row_end = a_indptr[row + 1];
+    for (long long base = row_begin; base < row_end; base += NT) {
+        const long long e = base + tid;
+        long long length = 0, begin = 0;
+        V value = V(0);
+        if (e < row_end) {
+            const I k = a_indices[e];
+            begin = b_indptr[k];
+            length = (long long)b_indptr[k + 1] - begin;
+            if (NUMERIC) value = a_data[e];
+        }
+        const long long end = group_inclusive_scan<NT>(length, warp_totals);
+        chunk_end[tid] = end;
+        b_begin[tid] = begin;
+        a_value[tid] = value;
+        group_sync<NT>();
+        const long long total = chunk_end[NT - 1];
+        for (long long t0 = 0; t0 < total; t0 += NT) {
+            const long long t = t0 + tid;
+            bool valid = t < total;
+            I col = I(-1);
+            V product = V(0);
+            if (valid) {
+                int lo = 0, hi = NT - 1;  // the first chunk entry whose products end past t
+                while (lo < hi) {
+                    const int mid = (lo + hi) / 2;
+                    if (chunk_end[mid] > t) hi = mid;
+                    else lo = mid + 1;
+                }
+                const long long start = lo > 0 ? chunk_end[lo - 1] : 0;
+                const long long q = b_begin[lo] + (t - start);
+                col = b_indices[q];
+                valid = mask_allows(m_indptr, m_indices, complement, row, col);
+                if (NUMERIC && valid) product = S::mul(a_value[lo], b_data[q]);
+            }
+            visit(valid, col, product);
+        }
+        group_sync<NT>();  // the chunk's arrays are rewritten next
+    }
+}
+
+// Bitonic sort of sorted[0:n) ascending (n <= TABLE), padded to a power of two with the
+// largest index value.
+template <int NT, int TABLE, class I> __device__ __forceinline__ void sort_keys(I* sorted, int n) {
+    const int tid = threadIdx.x % NT;
+    int size = 1;
+    while (size < n) size *= 2;
+    for (int i = n + tid; i < size; i += NT) sorted[i] = index_limits<I>::highest();
+    group_sync<NT>();
+    for (int k = 2; k <= size; k *= 2) {
+        for (int j = k / 2; j > 0; j /= 2) {
+            for (int i = tid; i < size; i += NT) {
+                const int partner = i ^ j;
+                if (partner > i) {
+                    const I x = sorted[i], y = sorted[partner];
+                    const bool ascending = (i & k) == 0;
+                    if ((x > y) == ascending) {
+                        sorted[i] = y;
+                        sorted[partner] = x;
+                    }
+                }
+            }
+            group_sync<NT>();
+        }
+    }
+}
+
+// The numeric phase of one row whose keys are in the table (sh.count zero): compact the keys
+// (any order), sort them, note each key's sorted position, write the columns at c_indices +
+// out; fold each entry's products in product order and write the values at c_data + out.
+template <class S, int NT, int TABLE, class V, class I>
+__device__ __forceinline__ void fill_row(Shared<V, I, NT, TABLE>& sh, const long long row, const long long out,
+                                         const I* __restrict__ a_indptr, const I* __restrict__ a_indices,
+                                         const V* __restrict__ a_data, const I* __restrict__ b_indptr,
+                                         const I* __restrict__ b_indices, const V* __restrict__ b_data,
+                                         const I* __restrict__ m_indptr, const I* __restrict__ m_indices,
+                                         const int complement, I* __restrict__ c_indices, V* __restrict__ c_data) {
+    const int tid = threadIdx.x % NT;
+    for (int i = tid; i < TABLE; i += NT)
+        if (sh.keys[i] != I(-1)) sh.sorted[atomicAdd(sh.count, 1)] = sh.keys[i];
+    group_sync<NT>();
+    const int n = *sh.count;
+    sort_keys<NT, TABLE>(sh.sorted, n);
+    for (int s = tid; s < n; s += NT) {
+        const I col = sh.sorted[s];
+        const int slot = find<TABLE>(sh.keys, col);  // present: every key was inserted
+        if (slot >= 0) sh.position[slot] = s;
+        sh.acc[s] = S::identity();
+        c_indices[out + s] = col;
+    }
+    group_sync<NT>();
+
+    // Fold in product order: per round, each warp's lanes of one column are folded by the lowest
+    // in lane order; the warps commit one after another.
+    const int lane = threadIdx.x % 32, warp = tid / 32;
+    for_each_product<true, S, NT>(
+        row, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr, m_indices, complement,
+        sh.a_value, sh.chunk_end, sh.b_begin, sh.warp_totals, [&](bool valid, I col, V product) {
+            const int slot = valid ? find<TABLE>(sh.keys, col) : -1;
+            const int s = slot >= 0 ? sh.position[slot] : -1;
+            sh.staged_value[tid] = product;
+            __syncwarp();
+            const unsigned peers = __match_any_sync(sg::FULL_MASK, s);
+            const bool leader = s >= 0 && __ffs(peers) - 1 == lane;
+            for (int w = 0; w < NT / 32; ++w) {
+                if (w == warp && leader) {
+                    V folded = sh.acc[s];
+                    for (unsigned rest = peers; rest != 0u; rest &= rest - 1u)
+                        folded = S::add(folded, sh.staged_value[warp * 32 + __ffs(rest) - 1]);
+                    sh.acc[s] = folded;
+                }
+                group_sync<NT>();
+            }
+        });
+    group_sync<NT>();
+    for (int s = tid; s < n; s += NT) c_data[out + s] = sh.acc[s];
+}
+
+}  // namespace spgemm
+
+// One group of NT threads per listed row: rows[r] (global row numbers), r < n_rows. Symbolic
+// (NUMERIC false): counts[r] = the row's entries. Numeric: the row's sorted columns and values
+// at c_indices / c_data + offsets[r]. Launch: NT = 32 -> blocks of 32 * SPGEMM_WARP_GROUPS
+// threads, else blocks of NT; dynamic shared memory = groups per block * Shared::bytes().
+template <class V, class I, class S, int NT, int TABLE, bool NUMERIC>
+__global__ void spgemm_rows(const long long n_rows, const long long* __restrict__ rows,
+                            const long long* __restrict__ offsets, long long* __restrict__ counts,
+                            const I* __restrict__ a_indptr, const I* __restrict__ a_indices,
+                            const V* __restrict__ a_data, const I* __restrict__ b_indptr,
+                            const I* __restrict__ b_indices, const V* __restrict__ b_data,
+                            const I* __restrict__ m_indptr, const I* __restrict__ m_indices, const int complement,
+                            I* __restrict__ c_indices, V* __restrict__ c_data) {
+    using Layout = spgemm::Shared<V, I, NT, TABLE>;
+    extern __shared__ __align__(16) unsigned char spgemm_shared[];
+    const int groups = NT == 32 ? SPGEMM_WARP_GROUPS : 1;
+    const int group = threadIdx.x / NT, tid = threadIdx.x % NT;
+    const long long r = (long long)blockIdx.x * groups + group;
+    if (r >= n_rows) return;  // whole groups leave: a group synchronises only its own threads
+    Layout sh(spgemm_shared + group * Layout::bytes());
+    const long long row = rows[r];
+
+    for (int i = tid; i < TABLE; i += NT) sh.keys[i] = I(-1);
+    if (tid == 0) *sh.count = 0;
+    spgemm::group_sync<NT>();
+    spgemm::for_each_product<false, S, NT>(
+        row, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr, m_indices, complement,
+        sh.a_value, sh.chunk_end, sh.b_begin, sh.warp_totals, [&](bool valid, I col, V) {
+            if (valid && spgemm::insert<TABLE>(sh.keys, col) && !NUMERIC) atomicAdd(sh.count, 1);
+        });
+    spgemm::group_sync<NT>();
+    if constexpr (!NUMERIC) {
+        if (tid == 0) counts[r] = *sh.count;
+    } else {
+        spgemm::fill_row<S, NT, TABLE>(sh, row, offsets[r], a_indptr, a_indices, a_data, b_indptr, b_indices, b_data,
+                                       m_indptr, m_indices, complement, c_indices, c_data);
+    }
+}
+
+// ESC, one thread per product t < n_products of the listed A entries: entry e = entry_of[t]
+// (A position a_position[e], C row a_row[e], its products starting at entry_start[e]).
+// Writes the product's column and value, and keep[t] = whether the mask allows it.
+template <class V, class I, class S>
+__global__ void spgemm_expand(const long long n_products, const long long* __restrict__ entry_of,
+                              const long long* __restrict__ entry_start, const long long* __restrict__ a_position,
+                              const long long* __restrict__ a_row, const I* __restrict__ a_indices,
+                              const V* __restrict__ a_data, const I* __restrict__ b_indptr,
+                              const I* __restrict__ b_indices, const V* __restrict__ b_data,
+                              const I* __restrict__ m_indptr, const I* __restrict__ m_indices, const int complement,
+                              I* __restrict__ cols, V* __restrict__ values, unsigned char* __restrict__ keep) {
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_products) return;
+    const long long e = entry_of[t];
+    const long long p = a_position[e];
+    const I k = a_indices[p];
+    const long long q = (long long)b_indptr[k] + (t - entry_start[e]);
+    const I col = b_indices[q];
+    cols[t] = col;
+    values[t] = S::mul(a_data[p], b_data[q]);
+    keep[t] = spgemm::mask_allows(m_indptr, m_indices, complement, a_row[e], col) ? 1 : 0;
+}
+
+// out[r] = the fold of values[run_ptr[r]:run_ptr[r + 1]] in index order from the identity.
+template <class V, class I, class S>
+__global__ void spgemm_fold_runs(const long long n_runs, const long long* __restrict__ run_ptr,
+                                 const V* __restrict__ values, V* __restrict__ out) {
+    const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= n_runs) return;
+    V folded = S::identity();
+    for (long long i = run_ptr[r]; i < run_ptr[r + 1]; ++i) folded = S::add(folded, values[i]);
+    out[r] = folded;
+}

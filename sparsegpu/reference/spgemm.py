@@ -1,0 +1,315 @@
+"""NumPy reference of the SpGEMM kernels (kernels/spgemm.cu): ``C<M> = A (+.x) B`` over CSR
+arrays, following the GPU's phases so each can be checked on its own.
+
+1. **Upper bounds** (:func:`upper_bounds`): row i of C has at most ``sum over k in A[i, :] of
+   len(B[k, :])`` products, so at most that many entries.
+2. **Row blocks** (:func:`row_costs`, :func:`row_blocks`): each row's working memory is
+   estimated from its bound; consecutive rows are grouped so that a block's estimate stays
+   within the budget (a row over the budget gets a block of its own). Blocks are computed one
+   after another and concatenated: the result does not depend on the blocking.
+3. **Binning** (:func:`bin_rows`): rows are binned by their bound (the symbolic phase) or
+   their exact length (the numeric phase) against the hash tables' capacities; rows past the
+   largest table go to expand-sort-compress (ESC).
+4. **Symbolic** (:func:`symbolic_counts`): the distinct columns of each row's products (the mask
+   applied), counted; an exclusive scan of the counts gives the block's row pointers.
+5. **Numeric** (:func:`numeric_fill`): each row's columns sorted ascending, and each entry the
+   fold of its products *in product order* (A's row in storage order, then each B row in
+   storage order) from the monoid's identity: the order the kernels add in, so the result is
+   deterministic. With ``drop_zeros`` entries whose value is exactly zero are removed
+   afterwards (SciPy's ``csr_matmat`` rule for the arithmetic product).
+
+A semiring is given as plain values (``add`` a NumPy ufunc with ``reduceat``, ``mul`` a binary
+function on arrays, ``identity`` a scalar), as in :mod:`sparsegpu.reference.semiring`. A mask is
+``(indptr, indices)`` of a CSR pattern with sorted rows; ``complement`` keeps the entries
+outside it instead.
+
+>>> import numpy as np
+>>> a = (np.array([0, 2, 3]), np.array([0, 1, 1]), np.array([1.0, 2.0, 3.0]))
+>>> b = (np.array([0, 1, 2]), np.array([1, 0]), np.array([4.0, 5.0]))
+>>> indptr, indices, data = csr_spgemm(a, b, np.add, np.multiply, 0.0)
+>>> indptr.tolist(), indices.tolist(), data.tolist()
+([0, 2, 3], [0, 1, 0], [10.0, 4.0, 15.0])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+
+Csr = tuple[np.ndarray, np.ndarray, np.ndarray]
+Pattern = tuple[np.ndarray, np.ndarray]
+
+#: Bytes of device memory one product costs in the ESC path, beyond its column and value
+#: (counted twice: expanded and sorted): its entry and row numbers, keep flag, the three int64
+#: sort keys, the permutation and the sort's scratch (sparsegpu/formats/_spgemm.py's ESC path).
+ESC_OVERHEAD_BYTES = 128
+#: Bytes per row of a block beyond its entries: counts, pointers, bin lists.
+ROW_OVERHEAD_BYTES = 48
+
+
+def upper_bounds(a_indptr: Any, a_indices: Any, b_indptr: Any, xp: Any = np) -> Any:
+    """The products of each row of A @ B (int64): the sum of B's row lengths over A's row.
+
+    >>> upper_bounds(np.array([0, 2, 2]), np.array([0, 1]), np.array([0, 3, 4])).tolist()
+    [4, 0]
+    """
+    b_lengths = (b_indptr[1:] - b_indptr[:-1]).astype(np.int64)
+    per_entry = b_lengths[a_indices]
+    prefix = xp.zeros(per_entry.size + 1, dtype=np.int64)
+    prefix[1:] = xp.cumsum(per_entry)
+    return prefix[a_indptr[1:]] - prefix[a_indptr[:-1]]
+
+
+def output_bounds(bounds: Any, n_cols: int, mask_lengths: Any = None, complement: bool = False, xp: Any = np) -> Any:
+    """Each row's entry bound: its products, at most ``n_cols``, at most its mask row's length
+    (a mask without complement allows only its pattern)."""
+    out = xp.minimum(bounds, np.int64(n_cols))
+    if mask_lengths is not None and not complement:
+        out = xp.minimum(out, mask_lengths.astype(np.int64))
+    return out
+
+
+def row_costs(products: Any, entries: Any, esc: Any, entry_bytes: int) -> Any:
+    """Estimated working bytes of each row (int64): its output entries (kept twice: the block's
+    arrays and the zero-dropping copy), its products when it goes through ESC, and a fixed
+    per-row part. ``esc`` flags the rows computed by ESC."""
+    esc_bytes = products * (2 * entry_bytes + ESC_OVERHEAD_BYTES)
+    return 2 * entries * entry_bytes + esc * esc_bytes + ROW_OVERHEAD_BYTES
+
+
+def row_blocks(costs: np.ndarray, budget: int) -> np.ndarray:
+    """Boundaries ``[0, r1, ..., m]`` of consecutive row blocks whose summed cost is at most
+    ``budget``; a row costing more than the budget gets a block of its own.
+
+    >>> row_blocks(np.array([5, 5, 5, 20, 1]), 10).tolist()
+    [0, 2, 3, 4, 5]
+    """
+    m = costs.size
+    prefix = np.cumsum(costs, dtype=np.int64)
+    bounds = [0]
+    while bounds[-1] < m:
+        start = bounds[-1]
+        base = prefix[start - 1] if start else 0
+        end = int(np.searchsorted(prefix, base + budget, side="right"))
+        bounds.append(max(end, start + 1))
+    return np.asarray(bounds, dtype=np.int64)
+
+
+def bin_rows(lengths: Any, capacities: Sequence[int], xp: Any = np) -> Any:
+    """Each row's bin: the first capacity holding its length (``len(capacities)`` past all, the
+    ESC bin). Rows of length 0 get bin -1: nothing to compute.
+
+    >>> bin_rows(np.array([0, 3, 32, 33, 5000]), (32, 2048)).tolist()
+    [-1, 0, 0, 1, 2]
+    """
+    bins = xp.searchsorted(xp.asarray(capacities, dtype=np.int64), lengths.astype(np.int64), side="left")
+    return xp.where(lengths > 0, bins, -1)
+
+
+# --------------------------------------------------------------------------- products
+
+
+def expand_products(rows: np.ndarray, a: Csr, b: Csr, mul: Callable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every product of the listed rows, in product order: (position of its row in ``rows``,
+    column, ``mul(A[i, k], B[k, j])``)."""
+    a_indptr, a_indices, a_data = a
+    b_indptr, b_indices, b_data = b
+    starts = a_indptr[rows].astype(np.int64)
+    lengths = (a_indptr[rows + 1] - a_indptr[rows]).astype(np.int64)
+    entry_row = np.repeat(np.arange(rows.size, dtype=np.int64), lengths)
+    entries = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + np.arange(lengths.sum())
+    k = a_indices[entries]
+    b_starts = b_indptr[k].astype(np.int64)
+    b_lengths = (b_indptr[k + 1] - b_indptr[k]).astype(np.int64)
+    product_entry = np.repeat(np.arange(entries.size, dtype=np.int64), b_lengths)
+    offsets = np.concatenate([[0], np.cumsum(b_lengths)[:-1]]).astype(np.int64)
+    q = b_starts[product_entry] + np.arange(product_entry.size, dtype=np.int64) - offsets[product_entry]
+    values = np.asarray(mul(a_data[entries[product_entry]], b_data[q]), dtype=a_data.dtype)
+    values = np.broadcast_to(values, q.shape).astype(a_data.dtype, copy=False)
+    return entry_row[product_entry], b_indices[q].astype(np.int64), values
+
+
+def in_mask(rows: np.ndarray, cols: np.ndarray, mask: Pattern) -> np.ndarray:
+    """Whether each (row, col) is in the mask's pattern (its rows sorted): a search of the
+    pattern's (row, column) keys, which ascend."""
+    m_indptr, m_indices = mask
+    width = int(max(m_indices.max(initial=0), cols.max(initial=0))) + 1
+    mask_rows = np.repeat(np.arange(m_indptr.size - 1, dtype=np.int64), np.diff(m_indptr))
+    keys = mask_rows * width + m_indices.astype(np.int64)
+    queries = rows.astype(np.int64) * width + cols.astype(np.int64)
+    position = np.minimum(np.searchsorted(keys, queries), max(keys.size - 1, 0))
+    return (keys.size > 0) & (keys[position] == queries) if keys.size else np.zeros(rows.size, dtype=bool)
+
+
+def masked_products(rows: np.ndarray, a: Csr, b: Csr, mul: Callable, mask: Pattern | None,
+                    complement: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`expand_products` with the products the mask excludes removed."""
+    local, cols, values = expand_products(rows, a, b, mul)
+    if mask is not None:
+        keep = in_mask(rows[local], cols, mask) != complement
+        local, cols, values = local[keep], cols[keep], values[keep]
+    return local, cols, values
+
+
+def fold_runs(local: np.ndarray, cols: np.ndarray, values: np.ndarray, n_rows: int, add: Any,
+              identity: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(entries per row, columns, values): products sorted by (row, column), ties kept in
+    product order (a stable sort), each run folded with ``add`` in that order."""
+    order = np.lexsort((np.arange(local.size), cols, local))
+    local, cols, values = local[order], cols[order], values[order]
+    heads = np.ones(local.size, dtype=bool)
+    heads[1:] = (local[1:] != local[:-1]) | (cols[1:] != cols[:-1])
+    starts = np.flatnonzero(heads)
+    folded = np.empty(starts.size, dtype=values.dtype)
+    if starts.size:
+        folded[:] = add.reduceat(values, starts)
+        folded[:] = add(np.asarray(identity, dtype=values.dtype), folded)  # the fold starts at the identity
+    counts = np.bincount(local[starts], minlength=n_rows).astype(np.int64)
+    return counts, cols[starts], folded
+
+
+def symbolic_counts(rows: np.ndarray, a: Csr, b: Csr, mask: Pattern | None, complement: bool) -> np.ndarray:
+    """The symbolic phase: the number of distinct columns among each listed row's products."""
+    pattern_only = (b[0], b[1], np.zeros(b[1].size))
+    local, cols, _ = masked_products(rows, a, pattern_only, np.multiply, mask, complement)
+    order = np.lexsort((cols, local))
+    local, cols = local[order], cols[order]
+    heads = np.ones(local.size, dtype=bool)
+    heads[1:] = (local[1:] != local[:-1]) | (cols[1:] != cols[:-1])
+    return np.bincount(local[heads], minlength=rows.size).astype(np.int64)
+
+
+def numeric_fill(rows: np.ndarray, offsets: np.ndarray, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any,
+                 mask: Pattern | None, complement: bool, out_indices: np.ndarray, out_data: np.ndarray) -> np.ndarray:
+    """The numeric phase: write each listed row's sorted columns and folded values at its offset
+    in ``out_indices`` / ``out_data``. Returns the entries written per row."""
+    local, cols, values = masked_products(rows, a, b, mul, mask, complement)
+    counts, cols, folded = fold_runs(local, cols, values, rows.size, add, identity)
+    slots = np.repeat(offsets - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) + np.arange(cols.size)
+    out_indices[slots] = cols
+    out_data[slots] = folded
+    return counts
+
+
+# --------------------------------------------------------------------------- one hash row
+
+
+def chunk_products(b_lengths: np.ndarray, threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """The kernels' walk over a row's products: A's row in chunks of ``threads`` entries; in a
+    chunk, product t belongs to the first entry whose inclusive scan of B row lengths exceeds t
+    (a binary search), at offset t minus the scan before it. Returns (entry, offset in its B row)
+    per product, in visiting order.
+
+    >>> [a.tolist() for a in chunk_products(np.array([2, 0, 1, 3]), 2)]
+    [[0, 0, 2, 3, 3, 3], [0, 1, 0, 0, 1, 2]]
+    """
+    entries, offsets = [], []
+    for base in range(0, b_lengths.size, threads):
+        lengths = np.zeros(threads, dtype=np.int64)
+        chunk = b_lengths[base:base + threads]
+        lengths[:chunk.size] = chunk
+        ends = np.cumsum(lengths)
+        for t in range(int(ends[-1])):
+            lo, hi = 0, threads - 1
+            while lo < hi:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if ends[mid] > t else (mid + 1, hi)
+            entries.append(base + lo)
+            offsets.append(t - (int(ends[lo - 1]) if lo > 0 else 0))
+    return np.asarray(entries, dtype=np.int64), np.asarray(offsets, dtype=np.int64)
+
+
+def hash_row(row: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, mask: Pattern | None,
+             complement: bool, threads: int, table: int) -> tuple[np.ndarray, np.ndarray]:
+    """One row as a hash kernel group computes it: products walked by :func:`chunk_products`,
+    columns inserted in a ``table``-slot linear-probing table (the kernels' hash), keys sorted,
+    each entry folded from the identity in visiting order. Returns (columns, values)."""
+    a_indptr, a_indices, a_data = a
+    b_indptr, b_indices, b_data = b
+    lo, hi = int(a_indptr[row]), int(a_indptr[row + 1])
+    k = a_indices[lo:hi]
+    entries, offsets = chunk_products((b_indptr[k + 1] - b_indptr[k]).astype(np.int64), threads)
+    q = b_indptr[k[entries]].astype(np.int64) + offsets if entries.size else entries
+    cols = b_indices[q].astype(np.int64)
+    keep = np.ones(cols.size, dtype=bool)
+    if mask is not None:
+        keep = in_mask(np.full(cols.size, row), cols, mask) != complement
+    slots = np.full(table, -1, dtype=np.int64)
+    for col in cols[keep]:
+        slot = (int(col) * 2654435761) & (table - 1)
+        while slots[slot] not in (-1, col):
+            slot = (slot + 1) & (table - 1)
+        slots[slot] = col
+    keys = np.sort(slots[slots >= 0])
+    values = np.full(keys.size, identity, dtype=a_data.dtype)
+    position = {int(key): s for s, key in enumerate(keys)}
+    products = np.asarray(mul(a_data[lo + entries], b_data[q]), dtype=a_data.dtype) if q.size else q
+    for col, product, allowed in zip(cols, np.broadcast_to(products, cols.shape), keep):
+        if allowed:
+            s = position[int(col)]
+            values[s] = add(np.asarray([values[s]]), np.asarray([product], dtype=a_data.dtype))[0]
+    return keys, values
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def drop_zeros(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray) -> Csr:
+    """The CSR without its entries whose value is exactly zero."""
+    keep = data != 0
+    kept = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+    return kept[indptr], indices[keep], data[keep]
+
+
+def csr_spgemm(a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, *, n_cols: int | None = None,
+               mask: Pattern | None = None, complement: bool = False, drop_zero_values: bool = False,
+               capacities: Sequence[int] = (32, 256, 2048), budget: int = 1 << 62,
+               entry_bytes: int = 12) -> Csr:
+    """``C<M> = A (+.x) B`` in the kernels' phases (module docstring). ``a`` and ``b`` are
+    (indptr, indices, data); ``n_cols`` B's column count (default: its largest index + 1).
+    Returns C's (indptr, indices, data) with int64 pointers and indices, rows sorted."""
+    a_indptr, b_indptr = a[0], b[0]
+    m = a_indptr.size - 1
+    n_cols = int(b[1].max()) + 1 if n_cols is None and b[1].size else (n_cols or 0)
+    products = upper_bounds(a_indptr, a[1], b_indptr)
+    mask_lengths = None if mask is None else np.diff(mask[0])
+    bounds = output_bounds(products, n_cols, mask_lengths, complement)
+    esc = bin_rows(bounds, capacities) == len(capacities)
+    blocks = row_blocks(row_costs(products, bounds, esc, entry_bytes), budget)
+    pieces = [_block(int(lo), int(hi), a, b, add, mul, identity, bounds, capacities, mask, complement)
+              for lo, hi in pairwise(blocks)]
+    indptr, indices, data = concatenate_blocks(pieces, m, a[2].dtype)
+    return drop_zeros(indptr, indices, data) if drop_zero_values else (indptr, indices, data)
+
+
+def _block(lo: int, hi: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, bounds: np.ndarray,
+           capacities: Sequence[int], mask: Pattern | None, complement: bool) -> Csr:
+    """Rows lo:hi: symbolic counts per bin, their scan, the numeric fill per bin."""
+    counts = np.zeros(hi - lo, dtype=np.int64)
+    bins = bin_rows(bounds[lo:hi], capacities)
+    for bin_id in range(len(capacities) + 1):
+        local = np.flatnonzero(bins == bin_id)
+        if local.size:
+            counts[local] = symbolic_counts(local + lo, a, b, mask, complement)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    indices = np.full(int(indptr[-1]), -1, dtype=np.int64)
+    data = np.full(int(indptr[-1]), np.nan, dtype=a[2].dtype)
+    numeric_bins = bin_rows(counts, capacities)
+    for bin_id in range(len(capacities) + 1):
+        local = np.flatnonzero(numeric_bins == bin_id)
+        if local.size:
+            written = numeric_fill(local + lo, indptr[local], a, b, add, mul, identity, mask, complement, indices, data)
+            assert np.array_equal(written, counts[local]), "numeric phase disagrees with the symbolic count"
+    return indptr, indices, data
+
+
+def concatenate_blocks(pieces: list[Csr], m: int, dtype: np.dtype) -> Csr:
+    """One CSR of ``m`` rows from the row blocks' (indptr, indices, data), in order."""
+    if not pieces:
+        return np.zeros(m + 1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=dtype)
+    totals = np.cumsum([0] + [int(p[0][-1]) for p in pieces])
+    indptr = np.concatenate([[0]] + [p[0][1:] + t for p, t in zip(pieces, totals)]).astype(np.int64)
+    return indptr, np.concatenate([p[1] for p in pieces]), np.concatenate([p[2] for p in pieces])

@@ -1,0 +1,564 @@
+"""Sparse times sparse (sparsegpu/formats/_spgemm.py): SciPy's pattern and values for the
+arithmetic product, a dense oracle for semirings and masks, the reference's phases, row blocks,
+determinism, and bad input. Tests taking ``backend`` run on the GPU too where there is one;
+those marked gpu compare the CUDA kernels with the reference and SciPy."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sparsegpu
+from sparsegpu import datasets
+from sparsegpu import semiring as sr
+from sparsegpu.formats import _spgemm
+from sparsegpu.formats._spgemm import spgemm
+from sparsegpu.reference import spgemm as ref
+from tests.conftest import REAL_MATRICES, requires_matrices, to_numpy
+
+PREDEFINED = list(sr.PREDEFINED.values())
+IDS = [s.name for s in PREDEFINED]
+DTYPES = [(np.float64, np.int32), (np.float32, np.int64), (np.complex128, np.int32), (np.complex64, np.int64)]
+DTYPE_IDS = ["f64-i32", "f32-i64", "c128-i32", "c64-i64"]
+
+
+def random_csr(rng, m, n, density, dtype=np.float64):
+    S = sp.random_array((m, n), density=density, format="csr", rng=rng, dtype=np.float64)
+    S.data = rng.uniform(-2.0, 2.0, S.nnz)
+    if np.dtype(dtype).kind == "c":
+        S = S.astype(dtype)
+        S.data += 1j * rng.uniform(-2.0, 2.0, S.nnz)
+    return sp.csr_array(S.astype(dtype))
+
+
+def scipy_product(S, T):
+    C = sp.csr_array(S @ T)
+    C.sort_indices()
+    return C
+
+
+def assert_same_pattern_and_values(C, expected, dtype):
+    """C's pattern equals ``expected``'s exactly; values within the dtype's tolerance (row-wise
+    relative in float64)."""
+    got = C.to_scipy()
+    assert C.shape == expected.shape
+    assert np.array_equal(got.indptr, expected.indptr)
+    assert np.array_equal(got.indices, expected.indices)
+    tol = 1e-12 if np.dtype(dtype) in (np.float64, np.complex128) else 1e-5
+    scale = np.abs(expected.data).max(initial=0.0) or 1.0
+    assert np.abs(got.data - expected.data).max(initial=0.0) <= tol * scale * 4
+
+
+def ones_pattern(S):
+    return sp.csr_array((np.ones(S.nnz), S.indices, S.indptr), shape=S.shape)
+
+
+def structure_product(S, T):
+    """The pattern of every product of stored entries (explicit zeros included)."""
+    return sp.csr_array((ones_pattern(S) @ ones_pattern(T)) > 0)
+
+
+def dense_oracle(S, T, semiring, dtype):
+    """(pattern, values): pattern[i, j] when some stored k joins them; values the fold over k in
+    A's storage order (sorted here) of mul(A[i, k], B[k, j])."""
+    m, n = S.shape[0], T.shape[1]
+    identity = semiring.identity(dtype)
+    values = np.full((m, n), identity, dtype=dtype)
+    pattern = np.zeros((m, n), dtype=bool)
+    for i in range(m):
+        for p in range(S.indptr[i], S.indptr[i + 1]):
+            k = S.indices[p]
+            cols = T.indices[T.indptr[k]:T.indptr[k + 1]]
+            terms = semiring.mul.apply(np.full(cols.size, S.data[p], dtype), T.data[T.indptr[k]:T.indptr[k + 1]])
+            for j, term in zip(cols, terms):
+                values[i, j] = semiring.add.ufunc(np.asarray([values[i, j]], dtype), np.asarray([term], dtype))[0]
+                pattern[i, j] = True
+    return pattern, values
+
+
+def check_against_oracle(C, pattern, values, semiring):
+    got = C.to_scipy()
+    dense_pattern = np.zeros(pattern.shape, dtype=bool)
+    rows = np.repeat(np.arange(got.shape[0]), np.diff(got.indptr))
+    dense_pattern[rows, got.indices] = True
+    assert np.array_equal(dense_pattern, pattern)
+    assert all(np.all(np.diff(got.indices[got.indptr[i]:got.indptr[i + 1]]) > 0) for i in range(got.shape[0]))
+    expected = values[rows, got.indices]
+    if semiring.add == sr.PLUS_MONOID:
+        tol = 1e-5 if got.dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(got.data, expected, rtol=tol, atol=tol)
+    else:
+        assert np.array_equal(got.data, expected)
+
+
+# --------------------------------------------------------------------------- arithmetic product
+
+
+@pytest.mark.parametrize("dtype,index_dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("m,k,n", [(40, 30, 50), (50, 30, 7), (1, 20, 30), (30, 20, 1), (25, 1, 25)])
+def test_matches_scipy(rng, backend, dtype, index_dtype, m, k, n):
+    S, T = random_csr(rng, m, k, 0.2, dtype), random_csr(rng, k, n, 0.2, dtype)
+    A = sparsegpu.from_scipy(S, backend=backend, index_dtype=index_dtype)
+    B = sparsegpu.from_scipy(T, backend=backend, index_dtype=index_dtype, format="csc")
+    C = spgemm(A, B)
+    assert C.format == "csr" and C.backend == backend and C.dtype == dtype
+    assert C.index_dtype == index_dtype
+    assert_same_pattern_and_values(C, scipy_product(S, T), dtype)
+
+
+@pytest.mark.parametrize("shape_a,shape_b", [((0, 0), (0, 0)), ((0, 5), (5, 3)), ((4, 0), (0, 6)), ((3, 5), (5, 0)),
+                                             ((6, 4), (4, 5))])
+def test_empty_shapes_and_rows(backend, shape_a, shape_b):
+    S = sp.csr_array(shape_a, dtype=np.float64)
+    T = sp.csr_array(shape_b, dtype=np.float64)
+    C = spgemm(sparsegpu.from_scipy(S, backend=backend), sparsegpu.from_scipy(T, backend=backend))
+    assert C.shape == (shape_a[0], shape_b[1]) and C.nnz == 0
+    assert to_numpy(C.indptr).tolist() == [0] * (shape_a[0] + 1)
+
+
+def test_empty_rows_among_full_ones(rng, backend):
+    S = random_csr(rng, 60, 40, 0.3)
+    S = sp.csr_array(S.multiply(np.repeat(rng.random(60) < 0.5, 40).reshape(60, 40)))
+    T = random_csr(rng, 40, 50, 0.2)
+    C = spgemm(sparsegpu.from_scipy(S, backend=backend), sparsegpu.from_scipy(T, backend=backend))
+    assert_same_pattern_and_values(C, scipy_product(S, T), np.float64)
+
+
+def test_cancelling_sums_are_dropped_as_scipy_does(rng, backend):
+    # Rows of A pair +v and -v over columns of B that hold the same row twice: every product cancels.
+    T = random_csr(rng, 20, 30, 0.3)
+    T = sp.csr_array(sp.vstack([T, T]))
+    a = np.zeros((10, 40))
+    a[np.arange(10), np.arange(10)] = 2.0
+    a[np.arange(10), np.arange(10) + 20] = -2.0
+    a[:5, 15] = 1.0  # half the rows keep some entries
+    S = sp.csr_array(a)
+    expected = scipy_product(S, T)
+    A, B = sparsegpu.from_scipy(S, backend=backend), sparsegpu.from_scipy(T, backend=backend)
+    C = spgemm(A, B)
+    assert_same_pattern_and_values(C, expected, np.float64)
+    assert np.all(to_numpy(C.data) != 0)
+    kept = spgemm(A, B, semiring="plus_times")  # GraphBLAS: an entry wherever a product exists
+    assert kept.nnz == structure_product(S, T).nnz > C.nnz
+    assert np.count_nonzero(to_numpy(kept.data) == 0) == kept.nnz - C.nnz
+
+
+def test_mixed_dtypes_promote_as_numpy(rng, backend):
+    S, T = random_csr(rng, 20, 15, 0.3, np.float32), random_csr(rng, 15, 10, 0.3, np.complex64)
+    C = spgemm(sparsegpu.from_scipy(S, backend=backend), sparsegpu.from_scipy(T, backend=backend, index_dtype=np.int64))
+    assert C.dtype == np.complex64 and C.index_dtype == np.int64
+    assert_same_pattern_and_values(C, scipy_product(S, T), np.complex64)
+
+
+def test_transposed_and_scipy_operands(rng, backend):
+    S = random_csr(rng, 35, 20, 0.2)
+    A = sparsegpu.from_scipy(S, backend=backend)
+    assert_same_pattern_and_values(spgemm(A.T, A), scipy_product(S.T.tocsr(), S), np.float64)
+    assert_same_pattern_and_values(spgemm(A, S.T), scipy_product(S, S.T.tocsr()), np.float64)
+    C = sparsegpu.from_scipy(S, backend=backend, format="csc")
+    assert_same_pattern_and_values(spgemm(C.T, A), scipy_product(S.T.tocsr(), S), np.float64)
+
+
+@pytest.mark.parametrize("fmt", ["coo", "ell", "hyb", "jds", "sell"])
+def test_every_format_goes_through_csr(rng, backend, fmt):
+    S, T = random_csr(rng, 30, 25, 0.2), random_csr(rng, 25, 20, 0.2)
+    params = {"max_fill": None} if fmt == "ell" else {}
+    A = sparsegpu.from_scipy(S, backend=backend, format=fmt, **params)
+    B = sparsegpu.from_scipy(T, backend=backend, format=fmt, **params)
+    assert_same_pattern_and_values(spgemm(A, B), scipy_product(S, T), np.float64)
+
+
+def rows_of(rng, lengths, n_cols, dtype=np.float64):
+    """A CSR whose row i holds lengths[i] distinct random columns of n_cols."""
+    indices = [np.sort(rng.choice(n_cols, size=length, replace=False)) for length in lengths]
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    data = rng.uniform(-2.0, 2.0, int(indptr[-1])).astype(dtype)
+    return sp.csr_array((data, np.concatenate(indices + [np.zeros(0, np.int64)]), indptr), shape=(len(lengths), n_cols))
+
+
+def every_bin_operands(rng, dtype=np.float64):
+    """(S, T): T has 300 rows of 10 entries and 10 of 2700; S's rows reach bounds of 0, 20,
+    100 and 1000 over the short rows and 2700 over a long one: every hash bin and ESC."""
+    T = rows_of(rng, [10] * 300 + [2700] * 10, 3000, dtype)
+    S = rows_of(rng, [0, 2, 10, 100] * 5, 300, dtype)
+    S.resize((S.shape[0], 310))
+    long_rows = sp.csr_array((rng.uniform(-2, 2, 3).astype(dtype), np.array([300, 305, 5]), np.array([0, 1, 3])),
+                             shape=(2, 310))
+    return sp.csr_array(sp.vstack([S, long_rows, S])), T
+
+
+def test_rows_in_every_bin_and_esc(rng, backend):
+    S, T = every_bin_operands(rng)
+    bounds = np.minimum(ref.upper_bounds(S.indptr, S.indices, T.indptr), T.shape[1])
+    assert set(ref.bin_rows(bounds, _spgemm.CAPACITIES).tolist()) == {-1, 0, 1, 2, 3}
+    A, B = sparsegpu.from_scipy(S, backend=backend), sparsegpu.from_scipy(T, backend=backend)
+    assert_same_pattern_and_values(spgemm(A, B), scipy_product(S, T), np.float64)
+
+
+def test_row_blocks_give_identical_bytes(rng, backend):
+    S, T = random_csr(rng, 80, 60, 0.15), random_csr(rng, 60, 70, 0.15)
+    A, B = sparsegpu.from_scipy(S, backend=backend), sparsegpu.from_scipy(T, backend=backend)
+    mask = random_csr(rng, 80, 70, 0.4)
+    for kwargs in ({"semiring": "plus_times"}, {}, {"semiring": "min_plus", "mask": mask}):
+        whole = spgemm(A, B, **kwargs)
+        blocked = spgemm(A, B, max_bytes=2000, **kwargs)  # one or a few rows per block
+        for name in ("indptr", "indices", "data"):
+            assert to_numpy(getattr(whole, name)).tobytes() == to_numpy(getattr(blocked, name)).tobytes()
+    assert len(ref.row_blocks(np.full(80, 1000), 2000)) > 20
+
+
+def test_runs_twice_bitwise(rng, backend):
+    S = random_csr(rng, 200, 200, 0.05)
+    A = sparsegpu.from_scipy(S, backend=backend)
+    first, second = spgemm(A, A), spgemm(A, A)
+    assert to_numpy(first.data).tobytes() == to_numpy(second.data).tobytes()
+    assert to_numpy(first.indices).tobytes() == to_numpy(second.indices).tobytes()
+
+
+# --------------------------------------------------------------------------- semirings and masks
+
+
+@pytest.mark.parametrize("semiring", PREDEFINED, ids=IDS)
+@pytest.mark.parametrize("dtype,index_dtype", DTYPES[:2], ids=DTYPE_IDS[:2])
+def test_semiring_matches_dense_oracle(rng, backend, semiring, dtype, index_dtype):
+    S, T = random_csr(rng, 25, 18, 0.25, dtype), random_csr(rng, 18, 22, 0.25, dtype)
+    A = sparsegpu.from_scipy(S, backend=backend, index_dtype=index_dtype)
+    B = sparsegpu.from_scipy(T, backend=backend, index_dtype=index_dtype)
+    C = spgemm(A, B, semiring=semiring)
+    assert C.dtype == dtype
+    check_against_oracle(C, *dense_oracle(S, T, semiring, dtype), semiring)
+
+
+def test_user_made_semiring(rng, backend):
+    hop = sr.Semiring(sr.MIN, sr.BinaryOp("hop", lambda a, b: b + 1, "b + V(1)"))
+    S, T = random_csr(rng, 20, 15, 0.3), random_csr(rng, 15, 25, 0.3)
+    C = spgemm(sparsegpu.from_scipy(S, backend=backend), sparsegpu.from_scipy(T, backend=backend), semiring=hop)
+    check_against_oracle(C, *dense_oracle(S, T, hop, np.float64), hop)
+
+
+@pytest.mark.parametrize("semiring", [None, sr.plus_pair, sr.min_plus, sr.any_pair], ids=["scipy", "plus_pair",
+                                                                                        "min_plus", "any_pair"])
+@pytest.mark.parametrize("complement", [False, True])
+def test_mask_keeps_its_pattern(rng, backend, semiring, complement):
+    S, T = random_csr(rng, 30, 20, 0.2), random_csr(rng, 20, 26, 0.2)
+    M = random_csr(rng, 30, 26, 0.3)
+    M.data[:] = 0.0  # the pattern counts, not the values
+    A, B = sparsegpu.from_scipy(S, backend=backend), sparsegpu.from_scipy(T, backend=backend)
+    mask = sparsegpu.from_scipy(M, backend=backend, format="coo")
+    C = spgemm(A, B, semiring=semiring, mask=mask, complement=complement)
+    in_mask = sp.csr_array((np.ones(M.nnz), M.indices, M.indptr), M.shape).toarray() > 0
+    allowed = ~in_mask if complement else in_mask
+    if semiring is None:
+        pattern, values = structure_product(S, T).toarray(), (S @ T).toarray()
+        pattern &= values != 0
+        semiring_check = sr.plus_times
+    else:
+        pattern, values = dense_oracle(S, T, semiring, np.float64)
+        semiring_check = semiring
+    check_against_oracle(C, pattern & allowed, values, semiring_check)
+
+
+def test_masked_triangle_counts(rng, backend):
+    # C<L> = L plus_pair L^T: the triangles through each edge of the lower triangle.
+    G = sp.random_array((60, 60), density=0.15, rng=rng, format="csr")
+    G = sp.csr_array(((G + G.T) > 0).astype(np.float64))
+    G.setdiag(0)
+    G.eliminate_zeros()
+    L = sp.csr_array(sp.tril(G, k=-1))
+    A = sparsegpu.from_scipy(L, backend=backend)
+    C = spgemm(A, A.T, semiring="plus_pair", mask=A)
+    dense = L.toarray()
+    expected = (dense @ dense.T) * (dense > 0)
+    assert float(to_numpy(C.data).sum()) == expected.sum()
+    assert np.array_equal(C.to_scipy().toarray(), expected)
+
+
+def test_unsorted_mask_rows(rng, backend):
+    S = random_csr(rng, 20, 20, 0.3)
+    M = random_csr(rng, 20, 20, 0.4)
+    order = np.concatenate([rng.permutation(np.arange(M.indptr[i], M.indptr[i + 1])) for i in range(20)])
+    shuffled = sparsegpu.CSR((M.data[order], M.indices[order], M.indptr), M.shape, backend=backend)
+    A = sparsegpu.from_scipy(S, backend=backend)
+    expected = spgemm(A, A, semiring="plus_times", mask=sparsegpu.from_scipy(M, backend=backend))
+    got = spgemm(A, A, semiring="plus_times", mask=shuffled)
+    assert np.array_equal(to_numpy(got.indices), to_numpy(expected.indices))
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_bad_input_is_named(rng):
+    A = sparsegpu.from_scipy(random_csr(rng, 5, 4, 0.5), backend="cpu")
+    with pytest.raises(ValueError, match=r"\(5, 4\).*\(5, 4\)"):
+        spgemm(A, A)
+    with pytest.raises(TypeError, match="B must be"):
+        spgemm(A, np.ones((4, 4)))
+    with pytest.raises(TypeError, match="A must be"):
+        spgemm([[1.0]], A.T)
+    with pytest.raises(ValueError, match="mask has shape"):
+        spgemm(A, A.T, mask=sp.eye(4, format="csr"))
+    with pytest.raises(TypeError, match="mask must be"):
+        spgemm(A, A.T, mask=np.eye(5))
+    with pytest.raises(ValueError, match="complement"):
+        spgemm(A, A.T, complement=True)
+    with pytest.raises(ValueError, match="max_bytes"):
+        spgemm(A, A.T, max_bytes=0)
+    with pytest.raises(TypeError, match="complex"):
+        spgemm(A.astype(np.complex128), A.T, semiring="min_plus")
+    with pytest.raises(ValueError, match="unknown semiring"):
+        spgemm(A, A.T, semiring="nope")
+    with pytest.raises(TypeError, match="at least one sparsegpu"):
+        spgemm(sp.eye(3, format="csr"), sp.eye(3, format="csr"))
+
+
+@pytest.mark.gpu
+def test_operands_on_two_backends_are_refused(rng):
+    S = random_csr(rng, 5, 5, 0.5)
+    with pytest.raises(TypeError, match="cpu.*gpu|gpu.*cpu"):
+        spgemm(sparsegpu.from_scipy(S, backend="cpu"), sparsegpu.from_scipy(S, backend="gpu"))
+
+
+# --------------------------------------------------------------------------- the reference's phases
+
+
+def test_reference_phases(rng):
+    S, T = random_csr(rng, 50, 40, 0.1), random_csr(rng, 40, 60, 0.1)
+    bounds = ref.upper_bounds(S.indptr, S.indices, T.indptr)
+    pattern_only = sp.csr_array((np.ones(S.nnz), S.indices, S.indptr), S.shape) @ \
+        sp.csr_array((np.ones(T.nnz), T.indices, T.indptr), T.shape)
+    assert np.array_equal(bounds, pattern_only.toarray().sum(axis=1))
+    counts = ref.symbolic_counts(np.arange(50), (S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data),
+                                 None, False)
+    assert np.array_equal(counts, np.diff(structure_product(S, T).indptr))
+    assert ref.bin_rows(np.array([0, 1, 32, 33, 2049]), (32, 2048)).tolist() == [-1, 0, 0, 1, 2]
+    costs = rng.integers(1, 100, 200)
+    blocks = ref.row_blocks(costs, 250)
+    assert blocks[0] == 0 and blocks[-1] == 200 and np.all(np.diff(blocks) > 0)
+    assert all(costs[lo:hi].sum() <= 250 or hi - lo == 1 for lo, hi in pairwise(blocks))
+
+
+@pytest.mark.parametrize("semiring", [sr.plus_times, sr.min_plus, sr.any_pair, sr.max_times], ids=lambda s: s.name)
+def test_hash_row_walk_matches_the_reference(rng, semiring):
+    # The kernels' per-row algorithm (chunked walk, binary search, linear probing, sorted keys,
+    # fold in visiting order), emulated row by row, against the vectorised reference.
+    S, T = every_bin_operands(rng)
+    S = sp.csr_array(S[:25])
+    M = random_csr(rng, S.shape[0], T.shape[1], 0.3)
+    a, b = (S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data)
+    add, mul, identity = semiring.add.ufunc, semiring.mul.apply, semiring.identity(np.float64)
+    for mask, complement in ((None, False), ((M.indptr, M.indices), True)):
+        expected = ref.csr_spgemm(a, b, add, mul, identity, n_cols=T.shape[1], mask=mask, complement=complement)
+        counts = np.diff(expected[0])
+        for row in range(S.shape[0]):
+            bin_id = ref.bin_rows(counts[row:row + 1], _spgemm.CAPACITIES)[0]
+            if bin_id < 0 or bin_id == len(_spgemm.HASH_BINS):
+                continue
+            _, threads, table = _spgemm.HASH_BINS[bin_id]
+            keys, values = ref.hash_row(row, a, b, add, mul, identity, mask, complement, threads, table)
+            lo, hi = expected[0][row], expected[0][row + 1]
+            assert np.array_equal(keys, expected[1][lo:hi])
+            np.testing.assert_allclose(values, expected[2][lo:hi], rtol=1e-13, atol=1e-13)
+
+
+class EmulatedKernels:
+    """kernels/spgemm.cu's kernels as NumPy functions of the same arguments, one call per
+    launch (the hash rows through the reference's :func:`hash_row`): the GPU path's host code
+    runs on them without a GPU."""
+
+    def __init__(self, semiring):
+        semiring = semiring or sr.plus_times
+        self.semiring = semiring
+        self.launches: list[str] = []
+
+    def __call__(self, template):
+        name = template.split("<")[0]
+        self.launches.append(template)
+        if name == "spgemm_rows":
+            threads, table, phase = (part.strip() for part in template[:-1].split(",")[-3:])
+            return lambda grid, block, args, shared_mem=0: self.rows(int(threads), int(table), phase == "true", args)
+        return {"spgemm_expand": lambda grid, block, args: self.expand(args),
+                "spgemm_fold_runs": lambda grid, block, args: self.fold(args)}[name]
+
+    def parts(self, dtype):
+        return self.semiring.add.ufunc, self.semiring.mul.apply, self.semiring.identity(dtype)
+
+    @staticmethod
+    def mask_of(m_indptr, m_indices):
+        return None if isinstance(m_indptr, np.uint64) else (m_indptr, m_indices)
+
+    def rows(self, threads, table, numeric, args):
+        n_rows, rows, offsets, counts, *operands, m_indptr, m_indices, complement, c_indices, c_data = args
+        a, b = tuple(operands[:3]), tuple(operands[3:])
+        add, mul, identity = self.parts(a[2].dtype)
+        for r in range(int(n_rows)):
+            keys, values = ref.hash_row(int(rows[r]), a, b, add, mul, identity, self.mask_of(m_indptr, m_indices),
+                                        bool(complement), threads, table)
+            assert keys.size <= table // 2  # what the bin promises the kernel
+            if numeric:
+                c_indices[offsets[r]:offsets[r] + keys.size] = keys
+                c_data[offsets[r]:offsets[r] + keys.size] = values
+            else:
+                counts[r] = keys.size
+
+    def expand(self, args):
+        (n, entry_of, entry_start, a_position, a_row, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr,
+         m_indices, complement, cols, values, keep) = args
+        t = np.arange(int(n))
+        p = a_position[entry_of]
+        q = b_indptr[a_indices[p]].astype(np.int64) + t - entry_start[entry_of]
+        cols[:] = b_indices[q]
+        values[:] = self.semiring.mul.apply(a_data[p], b_data[q])
+        mask = self.mask_of(m_indptr, m_indices)
+        keep[:] = 1 if mask is None else ref.in_mask(a_row[entry_of], cols.astype(np.int64), mask) != bool(complement)
+
+    def fold(self, args):
+        n_runs, run_ptr, values, out = args
+        add, _, identity = self.parts(values.dtype)
+        for r in range(int(n_runs)):
+            folded = np.asarray([identity], values.dtype)
+            for v in values[run_ptr[r]:run_ptr[r + 1]]:
+                folded = add(folded, np.asarray([v], values.dtype))
+            out[r] = folded[0]
+
+
+@pytest.mark.parametrize("semiring", [None, sr.plus_times, sr.min_plus, sr.plus_pair], ids=lambda s: getattr(s, "name", "scipy"))
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_device_host_code_on_emulated_kernels(rng, semiring, index_dtype, monkeypatch):
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    S, T = every_bin_operands(rng)
+    S.data[::3] = 0.0  # stored zeros: their products sum to zero, dropped without a semiring
+    M = random_csr(rng, S.shape[0], T.shape[1], 0.5)
+    a = tuple(x.astype(t) for x, t in zip((S.indptr, S.indices, S.data), (index_dtype, index_dtype, np.float64)))
+    b = tuple(x.astype(t) for x, t in zip((T.indptr, T.indices, T.data), (index_dtype, index_dtype, np.float64)))
+    pattern = (M.indptr.astype(index_dtype), M.indices.astype(index_dtype))
+    A, B = sparsegpu.from_scipy(S, backend="cpu"), sparsegpu.from_scipy(T, backend="cpu")
+    for mask, complement, max_bytes in ((None, False, 1 << 40), (pattern, False, 1 << 40), (pattern, True, 20_000),
+                                        (None, False, 30_000)):
+        kernels = EmulatedKernels(semiring)
+        indptr, indices, data = _spgemm._device_spgemm(a, b, (S.shape[0], T.shape[1]), semiring, mask, complement,
+                                                       max_bytes, xp=np, kernels=kernels)
+        expected = spgemm(A, B, semiring=semiring, mask=None if mask is None else M, complement=complement)
+        # A mask of half the columns keeps every bound within the largest hash table.
+        assert any("spgemm_expand" in k for k in kernels.launches) == (mask is None or complement)
+        assert {k.split(",")[3].strip() for k in kernels.launches if k.startswith("spgemm_rows")} >= {"32", "128"}
+        assert np.array_equal(indptr, expected.indptr)
+        assert np.array_equal(indices, expected.indices)
+        np.testing.assert_allclose(data, expected.data, rtol=1e-13, atol=1e-13)
+        if semiring is None or semiring == sr.plus_times:
+            assert bool(np.all(data != 0)) == (semiring is None)
+
+
+@pytest.mark.parametrize("dtype,index_dtype", DTYPES, ids=DTYPE_IDS)
+def test_device_host_code_every_dtype(rng, dtype, index_dtype, monkeypatch):
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    S, T = every_bin_operands(rng, dtype)
+    if np.dtype(dtype).kind == "c":
+        S.data = S.data + 1j * rng.uniform(-1, 1, S.nnz)
+    a = (S.indptr.astype(index_dtype), S.indices.astype(index_dtype), S.data.astype(dtype))
+    b = (T.indptr.astype(index_dtype), T.indices.astype(index_dtype), T.data.astype(dtype))
+    indptr, indices, data = _spgemm._device_spgemm(a, b, (S.shape[0], T.shape[1]), None, None, False, 50_000,
+                                                   xp=np, kernels=EmulatedKernels(None))
+    C = sparsegpu.CSR((data, indices, indptr), (S.shape[0], T.shape[1]), backend="cpu")
+    assert data.dtype == dtype and indices.dtype == index_dtype
+    assert_same_pattern_and_values(C, scipy_product(S, T), dtype)
+
+
+def test_shared_layout_fits_every_bin():
+    for value_size in (4, 8, 16):
+        for index_size in (4, 8):
+            for _, threads, table in _spgemm.HASH_BINS:
+                groups = _spgemm.WARP_GROUPS if threads == 32 else 1
+                assert groups * _spgemm.group_shared_bytes(value_size, index_size, threads, table) <= 227 * 1024
+
+
+# --------------------------------------------------------------------------- real matrices
+
+SMALL_PRODUCTS = 3_000_000  # products of A @ A (upper bound) a test computes
+
+
+def real_square_product(name):
+    S = datasets.load_matrix(name)
+    T = S if S.shape[0] == S.shape[1] else sp.csr_array(S.T)
+    products = int(ref.upper_bounds(S.indptr, S.indices, T.indptr).sum())
+    return S, T, products
+
+
+@requires_matrices
+@pytest.mark.parametrize("name", REAL_MATRICES)
+def test_real_matrices_plus_times_semiring(name):
+    S, T, products = real_square_product(name)
+    if products > SMALL_PRODUCTS:
+        pytest.skip(f"{name}: {products} products")
+    A, B = sparsegpu.from_scipy(S, backend="cpu"), sparsegpu.from_scipy(T, backend="cpu")
+    kept = spgemm(A, B, semiring="plus_times").to_scipy()
+    assert np.array_equal(kept.indptr, structure_product(S, T).indptr)
+    expected = scipy_product(S, T)
+    dropped = spgemm(A, B)
+    assert_same_pattern_and_values(dropped, expected, np.float64)
+
+
+@pytest.mark.gpu
+@requires_matrices
+@pytest.mark.parametrize("name", REAL_MATRICES)
+def test_real_matrices_on_the_gpu(name):
+    S, T, products = real_square_product(name)
+    if products > 50 * SMALL_PRODUCTS:
+        pytest.skip(f"{name}: {products} products")
+    A, B = sparsegpu.from_scipy(S, backend="gpu"), sparsegpu.from_scipy(T, backend="gpu")
+    expected = scipy_product(S, T)
+    C = spgemm(A, B)
+    assert_same_pattern_and_values(C, expected, np.float64)
+    again = spgemm(A, B, max_bytes=max(1, products * 4))
+    assert to_numpy(again.data).tobytes() == to_numpy(C.data).tobytes()
+
+
+# --------------------------------------------------------------------------- GPU kernels
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("semiring", PREDEFINED, ids=IDS)
+def test_kernels_match_the_reference(rng, semiring, monkeypatch):
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    S = sp.csr_array(sp.vstack([random_csr(rng, 40, 300, 0.02), random_csr(rng, 10, 300, 0.3),
+                                random_csr(rng, 3, 300, 0.9)]))
+    T = random_csr(rng, 300, 2500, 0.01)
+    M = random_csr(rng, S.shape[0], 2500, 0.2)
+    for mask, complement in ((None, False), (M, False), (M, True)):
+        gpu = spgemm(sparsegpu.from_scipy(S, backend="gpu"), sparsegpu.from_scipy(T, backend="gpu"),
+                     semiring=semiring, mask=None if mask is None else sparsegpu.from_scipy(mask, backend="gpu"),
+                     complement=complement)
+        cpu = spgemm(sparsegpu.from_scipy(S, backend="cpu"), sparsegpu.from_scipy(T, backend="cpu"),
+                     semiring=semiring, mask=mask, complement=complement)
+        assert np.array_equal(to_numpy(gpu.indptr), cpu.indptr)
+        assert np.array_equal(to_numpy(gpu.indices), cpu.indices)
+        if semiring.add == sr.PLUS_MONOID:
+            np.testing.assert_allclose(to_numpy(gpu.data), cpu.data, rtol=1e-12, atol=1e-12)
+        else:
+            assert np.array_equal(to_numpy(gpu.data), cpu.data)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype,index_dtype", DTYPES, ids=DTYPE_IDS)
+def test_kernels_poisoned_every_dtype(rng, dtype, index_dtype, monkeypatch):
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    S = sp.csr_array(sp.vstack([random_csr(rng, 60, 400, 0.01, dtype), random_csr(rng, 4, 400, 0.8, dtype)]))
+    T = random_csr(rng, 400, 3000, 0.02, dtype)
+    A = sparsegpu.from_scipy(S, backend="gpu", index_dtype=index_dtype)
+    B = sparsegpu.from_scipy(T, backend="gpu", index_dtype=index_dtype)
+    C = spgemm(A, B)
+    assert not np.isnan(to_numpy(C.data)).any()
+    assert_same_pattern_and_values(C, scipy_product(S, T), dtype)
+    blocked = spgemm(A, B, max_bytes=50_000)
+    assert to_numpy(blocked.data).tobytes() == to_numpy(C.data).tobytes()
+
+
+@pytest.mark.gpu
+def test_int64_operands_give_int64_indices():
+    S = datasets.poisson2d(30)
+    A = sparsegpu.from_scipy(S, backend="gpu", index_dtype=np.int64)
+    C = spgemm(A, A)
+    assert C.index_dtype == np.int64 and C.indptr.dtype == np.int64
+    assert_same_pattern_and_values(C, scipy_product(S, S), np.float64)
