@@ -496,6 +496,7 @@ class SparseMatrix(ArithmeticMixin):
     def __matmul__(self, x: Any) -> Any:
         if sp.issparse(x) or isinstance(x, (SparseMatrix, TransposedOperator)):
             return _spgemm.spgemm(self, x)  # sparse times sparse: a CSR, SciPy's pattern
+        _check_operand_ndim(x)
         if np.ndim(x) == 2:  # a block of vectors: sparse times dense (spmv stays 1-D)
             return _spmm.spmm(self, x, None, 1, 0, transpose=False)
         return self._product(x, None, 1, 0, transpose=False)
@@ -691,6 +692,12 @@ class SparseMatrix(ArithmeticMixin):
         )
 
 
+def _check_operand_ndim(x: Any) -> None:
+    """``A @ x`` takes a vector or a block of vectors."""
+    if np.ndim(x) not in (1, 2):
+        raise ValueError(f"x must be 1-D (a vector) or 2-D (a block of vectors), got shape {np.shape(x)}")
+
+
 class TransposedOperator:
     """``A.T``: the operator x -> A^T x over A's own storage.
 
@@ -738,6 +745,7 @@ class TransposedOperator:
     def __matmul__(self, x: Any) -> Any:
         if sp.issparse(x) or isinstance(x, (SparseMatrix, TransposedOperator)):
             return _spgemm.spgemm(self, x)
+        _check_operand_ndim(x)
         if np.ndim(x) == 2:  # A.T @ X: sparse times dense over A^T's CSR
             return _spmm.spmm(self._base, x, None, 1, 0, transpose=True)
         return self._base._product(x, None, 1, 0, transpose=True)

@@ -291,8 +291,10 @@ def test_bad_vectors(backend, rng):
     xp = xp_for(backend)
     with pytest.raises(ValueError, match="length 5"):
         A @ xp.ones(5)
-    with pytest.raises(ValueError, match="1-D"):
-        A @ xp.ones((4, 1))
+    with pytest.raises(ValueError, match="1-D"):  # spmv takes vectors; A @ X takes blocks too
+        A.spmv(xp.ones((4, 1)))
+    with pytest.raises(ValueError, match="2-D"):
+        A @ xp.ones((4, 1, 1))
     with pytest.raises(TypeError, match="cannot be cast safely"):
         A @ xp.ones(4, dtype=np.complex128)
     with pytest.raises(TypeError, match="cannot be cast safely"):
