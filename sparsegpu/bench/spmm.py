@@ -205,8 +205,9 @@ def format_results(results: Sequence[dict[str, Any]]) -> str:
     """A plain-text table of :func:`run_spmm`'s results: one line per matrix, k and order, with
     each implementation's GB/s (or its status), the speedup and the copy ceiling.
 
+    >>> outcomes = {"csr": {"status": "ok", "gbps": 3.0}, "scipy": {"status": "ok", "gbps": 2.0}}
     >>> print(format_results([{"matrix": "m", "k": 4, "order": "C", "baseline": "scipy", "speedup": 1.5,
-    ...     "copy_gbps": None, "outcomes": {"csr": {"status": "ok", "gbps": 3.0}, "scipy": {"status": "ok", "gbps": 2.0}}}]))
+    ...                        "copy_gbps": None, "outcomes": outcomes}]))
     matrix  k  order  csr  scipy  speedup  copy
     m       4  C      3.0  2.0    1.50     -
     """

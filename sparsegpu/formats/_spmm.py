@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from sparsegpu import _validate
 from sparsegpu._backend import is_device_array
@@ -108,13 +109,16 @@ def spmm(matrix: Any, X: Any, Y: Any, alpha: Any, beta: Any, transpose: bool) ->
     if Y is None and beta != 0:
         raise ValueError("beta is nonzero but no Y was given to scale and add")
     on_device = is_device_array(X)
+    result_bytes = m * k * dtype.itemsize
     if matrix.backend == "cpu":
         if on_device:
             raise TypeError("this matrix lives on the CPU backend but X is a CuPy array; move the matrix "
                             "with .asbackend('gpu') or pass a NumPy X")
-        _validate.ensure_fits(m * k * dtype.itemsize * (Y is None or beta != 0), f"the {m}x{k} product", "cpu")
+        if not writes_in_place(Y, beta):  # a new array for the result, or for A X before Y takes it
+            _validate.ensure_fits(result_bytes, f"the {m}x{k} product", "cpu")
         return host_spmm(csr_in(matrix, dtype), X, Y, alpha, beta, transpose, (m, k))
-    _validate.ensure_fits(m * k * dtype.itemsize * (Y is None or not on_device), f"the {m}x{k} product", "gpu")
+    if Y is None or not on_device:  # a new device array for the result
+        _validate.ensure_fits(result_bytes, f"the {m}x{k} product", "gpu")
     import cupy
 
     if on_device:
@@ -146,11 +150,17 @@ except ImportError:  # a SciPy without them: its public product
     _SCIPY_ROUTINES = {}
 
 
+def writes_in_place(Y: np.ndarray | None, beta: Any) -> bool:
+    """Whether the CPU product adds A X straight into ``Y``: a C- or F-contiguous Y not read
+    (``beta`` zero)."""
+    return Y is not None and beta == 0 and (Y.flags.c_contiguous or Y.flags.f_contiguous)
+
+
 def host_spmm(csr: Any, X: np.ndarray, Y: np.ndarray | None, alpha: Any, beta: Any, transpose: bool,
               shape: tuple[int, int]) -> np.ndarray:
     """The CPU backend's product over ``csr`` (host arrays): SciPy's compiled routines add
     op(A) X into a zeroed Y when Y is contiguous and ``beta`` is zero, else into a new array."""
-    if Y is not None and beta == 0 and (Y.flags.c_contiguous or Y.flags.f_contiguous):
+    if writes_in_place(Y, beta):
         Y.fill(0)
         out = Y
     else:
@@ -170,8 +180,6 @@ def _accumulate(csr: Any, X: np.ndarray, out: np.ndarray, transpose: bool) -> No
     rows, cols = csr.shape  # of A; csc_matvec(s) read A's CSR as A^T's CSC
     dims = (cols, rows) if transpose else (rows, cols)
     if not _SCIPY_ROUTINES:
-        import scipy.sparse as sp
-
         A = sp.csr_array(arrays[::-1], shape=csr.shape)
         out += (A.T if transpose else A) @ X
     elif out.flags.c_contiguous:

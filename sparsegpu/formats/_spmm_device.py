@@ -186,10 +186,10 @@ def csr_spmm_device(indptr: Any, indices: Any, data: Any, X: Any, Y: Any, alpha:
     if element_strides(X)[0] == 1 or X.shape[0] <= 1:
         lanes = lanes_per_row(data.size / m)
         split = cached_long_rows(cache, key, indptr, LANE_SEGMENT * lanes)
-        launch = column_launch(lanes)
+        launch, kernels = column_launch(lanes), CSR_COLS
     else:
         split = cached_long_rows(cache, key, indptr, ROW_SEGMENT)
-        launch = launch_rows
+        launch, kernels = launch_rows, CSR_ROWS
     one, zero = Y.dtype.type(1), Y.dtype.type(0)
     launch((indptr, NULL_POINTER, indices, data), X, Y, alpha, beta, m, split.limit)
     if split.n_long:
@@ -199,7 +199,7 @@ def csr_spmm_device(indptr: Any, indices: Any, data: Any, X: Any, Y: Any, alpha:
         partials = cupy.empty((split.n_segments, k), Y.dtype)
         launch((split.begins, split.ends, indices, data), X, partials, one, zero, split.n_segments,
                np.iinfo(np.int64).max)
-        finish = CSR_ROWS.function("csr_spmm_finish<{V}, {I}>", Y.dtype, indptr.dtype)
+        finish = kernels.function("csr_spmm_finish<{V}, {I}>", Y.dtype, indptr.dtype)
         y_row, y_col = element_strides(Y)
         finish((split.n_long, -(-k // SPMM_BLOCK)), (SPMM_BLOCK,),
                (split.rows, split.seg_first, partials, np.int64(k), np.int64(1), Y, np.int64(y_row),
