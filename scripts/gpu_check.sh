@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole GPU check in one command, on a machine with a CUDA GPU and CuPy:
 #   scripts/gpu_check.sh OUTDIR [STEP ...]      STEP: tests sanitizer bench targets transfer graphs
-#                                               analytics asv
+#                                               analytics products asv
 #                                               (default: all)
 # tests: the test suite with the GPU tests; sanitizer: compute-sanitizer memcheck and racecheck
 # over a small run of every kernel family; bench: the comparison command over all real matrices
@@ -10,12 +10,12 @@
 # SpMV on a 2.48 GB matrix; graphs: the csgraph functions against SciPy, a hand-written CuPy
 # baseline and GraphBLAS on the large graphs; analytics: PageRank, triangles, betweenness, k-core,
 # Louvain and Jaccard against NetworkX, GraphBLAS, SciPy and CuPy, and the NetworkX backend against
-# NetworkX; asv: the asv suite, --quick.
+# NetworkX; products: SpMM and SpGEMM against cupyx; asv: the asv suite, --quick.
 # Logs go to OUTDIR; a summary table is printed last. Exit status 1 if any step failed.
 set -u -o pipefail
 out=$(realpath -m "${1:?usage: scripts/gpu_check.sh OUTDIR [STEP ...]}")
 shift
-steps=${*:-tests sanitizer bench targets transfer graphs analytics asv}
+steps=${*:-tests sanitizer bench targets transfer graphs analytics products asv}
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
@@ -59,6 +59,8 @@ wants transfer && step transfer python3 -m sparsegpu.bench --no-spmv --transfer 
 wants graphs && step graphs python3 -m sparsegpu.bench --no-spmv --graphs --size large --out "$out/graphs"
 wants analytics && step analytics python3 -m sparsegpu.bench --no-spmv --analytics --networkx-backend --size large \
     --out "$out/analytics"
+wants products && step products python3 -m sparsegpu.bench --spmm --spgemm --size large --formats csr,ell,sell \
+    --out "$out/products"
 if wants asv; then
     export ASV_PYTHONPATH="$PYTHONPATH"
     asv_run() { cd asv_benchmarks && python3 -m asv machine --yes && python3 -m asv run -E existing:same --quick --show-stderr; }

@@ -21,6 +21,8 @@ from sparsegpu import datasets
 from sparsegpu._backend import resolve_backend
 from sparsegpu.bench import analytics as analytics_bench
 from sparsegpu.bench import graphs as graphs_bench
+from sparsegpu.bench import spgemm as spgemm_bench
+from sparsegpu.bench import spmm as spmm_bench
 from sparsegpu.bench import primitives as primitives_bench
 from sparsegpu.bench import report, solvers, spmv, timing
 from sparsegpu.bench import transfer as transfer_bench
@@ -72,6 +74,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="comma-separated functions for --analytics (default: all)")
     parser.add_argument("--networkx-backend", action="store_true", help="nx.pagerank on Kronecker 18 and "
                         "nx.betweenness_centrality(k=64) on ego-Twitter, backend='sparsegpu' vs NetworkX's own")
+    parser.add_argument("--spmm", action="store_true", help="sparse times dense A @ X (k = 4, 16, 64; X in C and "
+                        "F order) vs cupyx on --matrices")
+    parser.add_argument("--spgemm", action="store_true", help="sparse times sparse A @ A and A.T @ A vs cupyx, "
+                        "time and peak memory, on the real matrices, R-MAT 18 and 20, stencils and a 50k x 5k case")
     parser.add_argument("--graph-functions", default=",".join(graphs_bench.FUNCTIONS),
                         help="comma-separated functions for --graphs (default: all)")
     return parser.parse_args(argv)
@@ -202,7 +208,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         backend = resolve_backend(args.backend)
         size = args.size or ("medium" if backend == "gpu" else "small")
-        other = args.graphs is not None or args.analytics is not None or args.networkx_backend
+        other = (args.graphs is not None or args.analytics is not None or args.networkx_backend or args.spmm
+                 or args.spgemm)
         labels = [] if args.no_spmv or other else resolve_matrices(args.matrices, size)
         graph_names = [] if args.graphs is None else graphs_bench.resolve_graphs(args.graphs, size)
         graph_functions = graphs_bench.resolve_functions([args.graph_functions])
@@ -248,6 +255,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             payload["graphs"] = graphs_bench.bench_graphs(graph_names, backend, graph_functions,
                                                           repeat=args.repeat, seed=args.seed, on_step=bar.step,
                                                           on_graph=bar.advance)
+    if args.spmm:
+        spmm_labels = resolve_matrices(args.matrices, size)
+        payload["spmm"] = spmm_bench.run_spmm(spmm_labels, formats=[f for f in formats if f in ("csr", "ell", "sell")],
+                                              backend=backend, repeat=args.repeat, seed=args.seed)
+    if args.spgemm:
+        payload["spgemm"] = spgemm_bench.run_spgemm(spgemm_bench.suite(), backend=backend, repeat=5)
     if analytics_names:
         with progress(len(analytics_names)) as bar:
             payload["analytics"] = analytics_bench.bench_analytics(analytics_names, backend, analytics_functions,
@@ -266,6 +279,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         transfer_bench.print_transfer(payload["transfer"])
     if "graphs" in payload:
         graphs_bench.print_graphs(payload["graphs"])
+    if "spmm" in payload:
+        print("\nSparse times dense\n" + spmm_bench.format_results(payload["spmm"]))
+    if "spgemm" in payload:
+        print("\nSparse times sparse\n" + spgemm_bench.format_rows(payload["spgemm"]))
     if "analytics" in payload:
         analytics_bench.print_analytics(payload["analytics"])
     if "networkx_backend" in payload:

@@ -12,7 +12,7 @@ call's high-water mark, rounded up to the pool's block sizes). 0 on the CPU back
 
 Check: the baseline's result is compared with ours (pattern and values, float64 relative
 tolerance 1e-10, float32 1e-4, scaled by the largest entry); a difference is reported as
-``"baseline wrong: ..."`` (cupyx returns an empty matrix on R-MAT scale 18, see issue #29) and a
+``"baseline wrong: ..."`` (cupyx returns an empty matrix on R-MAT scale 18) and a
 failure as ``"baseline failed: ..."``.
 
 >>> from sparsegpu import datasets
@@ -39,7 +39,7 @@ PRODUCTS = ("AA", "ATA")
 
 def suite(rmat_scales: Sequence[int] = (18, 20), poisson2d_n: int = 1000, stencil_n: int = 60,
           real: bool = True) -> dict[str, sp.csr_array]:
-    """The matrices of issue #29's SpGEMM comparison: the real ones (where found), R-MAT at
+    """The matrices of the SpGEMM comparison: the real ones (where found), R-MAT at
     ``rmat_scales``, the 2-D Poisson and 27-point 3-D stencils, and cupy/cupy#10033's
     50000 x 5000 float32 matrix of density 0.05 (its ``X.T @ X`` is the ATA product)."""
     matrices: dict[str, sp.csr_array] = {}
