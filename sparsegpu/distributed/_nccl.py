@@ -1,0 +1,112 @@
+"""The halo exchange between GPUs over NCCL (CuPy's ``cupy.cuda.nccl``), with the interface
+of :class:`sparsegpu.distributed._exchange.MpiExchanger`.
+
+MPI carries only control data here (the NCCL unique id, broadcast once per communicator), so
+it need not be CUDA-aware. ``start`` queues, on a stream of its own: the gather of the entries
+peers need into a send buffer, then one NCCL group of ``send``/``recv`` calls, one per peer
+with traffic, in rank order. It returns at once, so the caller's stream multiplies the interior
+rows meanwhile; ``finish`` makes the caller's stream wait for the group. Nothing is reduced, so
+the halo holds the same bits whatever the timing.
+
+Every rank must use the GPU backend (NCCL calls are collective over the communicator), and
+NVLink multicast should stay off (``NCCL_NVLS_ENABLE=0``) on machines where it misbehaves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sparsegpu.distributed._halo import HaloPlan
+
+# (the NCCL datatype's name, NCCL elements per entry): complex entries travel as value pairs.
+_WIRE_TYPES = {
+    np.dtype(np.float32): ("NCCL_FLOAT32", 1),
+    np.dtype(np.float64): ("NCCL_FLOAT64", 1),
+    np.dtype(np.complex64): ("NCCL_FLOAT32", 2),
+    np.dtype(np.complex128): ("NCCL_FLOAT64", 2),
+}
+# One NCCL communicator per MPI communicator and device, made once (making one is collective
+# and slow); the MPI communicator is kept with it so its id is never reused.
+_COMMUNICATORS: dict[tuple[int, int], tuple[Any, Any]] = {}
+
+
+def nccl_available() -> bool:
+    """Whether CuPy's NCCL bindings import and report NCCL present."""
+    try:
+        from cupy.cuda import nccl
+    except Exception:  # noqa: BLE001 (CuPy absent, or built without NCCL)
+        return False
+    return bool(getattr(nccl, "available", True))
+
+
+def nccl_communicator(comm: Any) -> Any:
+    """The NCCL communicator over the ranks of ``comm`` on the current device (collective on
+    first use for a communicator: rank 0 makes the unique id, MPI broadcasts it)."""
+    import cupy
+    from cupy.cuda import nccl
+
+    key = (id(comm), cupy.cuda.Device().id)
+    if key not in _COMMUNICATORS:
+        unique_id = nccl.get_unique_id() if comm.Get_rank() == 0 else None
+        unique_id = comm.bcast(unique_id, root=0)
+        _COMMUNICATORS[key] = (nccl.NcclCommunicator(comm.Get_size(), unique_id, comm.Get_rank()), comm)
+    return _COMMUNICATORS[key][0]
+
+
+class NcclExchanger:
+    """Fills each rank's device halo vector from its peers' device entries of x over NCCL."""
+
+    def __init__(self, plan: HaloPlan, comm: Any) -> None:
+        import cupy
+
+        self.plan = plan
+        self.nccl = nccl_communicator(comm)
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.x_ready = cupy.cuda.Event(disable_timing=True)
+        self.halo_ready = cupy.cuda.Event(disable_timing=True)
+        self.send_indices = cupy.asarray(plan.send_indices)
+        self.peers = plan.peers
+        self.send_displs, self.recv_displs = plan.send_displs, plan.recv_displs
+        self._in_flight: Any = None  # the send buffer, alive until finish()
+
+    def start(self, x_local: Any, halo: Any) -> None:
+        """Queue the exchange on the exchanger's stream, after the work already queued on the
+        caller's stream (which wrote ``x_local``); returns without waiting (collective)."""
+        if not self.plan.active:
+            return
+        import cupy
+        from cupy.cuda import nccl
+
+        wire_name, per_entry = _WIRE_TYPES[np.dtype(halo.dtype)]
+        wire = getattr(nccl, wire_name)
+        self.x_ready.record(cupy.cuda.get_current_stream())
+        self.stream.wait_event(self.x_ready)
+        with self.stream:
+            send = x_local[self.send_indices]  # allocated and gathered on self.stream
+            itemsize = send.dtype.itemsize
+            nccl.groupStart()
+            for peer in self.peers:
+                count = int(self.plan.send_counts[peer])
+                if count:
+                    self.nccl.send(send.data.ptr + int(self.send_displs[peer]) * itemsize, count * per_entry, wire,
+                                   peer, self.stream.ptr)
+                count = int(self.plan.recv_counts[peer])
+                if count:
+                    self.nccl.recv(halo.data.ptr + int(self.recv_displs[peer]) * itemsize, count * per_entry, wire,
+                                   peer, self.stream.ptr)
+            nccl.groupEnd()
+            self.halo_ready.record(self.stream)
+        self._in_flight = send
+
+    def finish(self) -> None:
+        """Make the caller's stream wait until the halo has arrived (no host wait)."""
+        if not self.plan.active:
+            return
+        import cupy
+
+        cupy.cuda.get_current_stream().wait_event(self.halo_ready)
+        # The send buffer returns to CuPy's pool of self.stream, where later use is ordered
+        # after the group that read it.
+        self._in_flight = None
