@@ -100,12 +100,17 @@ def _count_rows(path: Path, header: tuple, comm: Any) -> tuple[np.ndarray, list[
     rank, size = comm.Get_rank(), comm.Get_size()
     counts = np.zeros(shape[0], dtype=np.int64)
     spans: dict[int, tuple[int, int]] = {}
-    for index, lines in enumerate(_chunks(path)):
-        if index % size != rank:
-            continue
-        rows, _, _ = parse_chunk(lines, field, symmetry, shape)
-        counts += np.bincount(rows, minlength=shape[0])
-        spans[index] = (int(rows.min()), int(rows.max())) if rows.size else (0, -1)
+    error = None
+    try:
+        for index, lines in enumerate(_chunks(path)):
+            if index % size != rank:
+                continue
+            rows, _, _ = parse_chunk(lines, field, symmetry, shape)
+            counts += np.bincount(rows, minlength=shape[0])
+            spans[index] = (int(rows.min()), int(rows.max())) if rows.size else (0, -1)
+    except ValueError as caught:  # a malformed entry in a chunk only this rank parsed
+        error = caught
+    raise_collectively(comm, error)
     counts = comm.allreduce(counts)
     merged: dict[int, tuple[int, int]] = {}
     for part in comm.allgather(spans):
@@ -126,11 +131,7 @@ def read_rows(path: Any, comm: Any, row_offsets: Any, dtype: Any) -> tuple[sp.cs
     field, symmetry, shape, _ = header
     spans = None
     if row_offsets is None:
-        try:
-            counts, spans = _count_rows(path, header, comm)
-        except ValueError as caught:  # a malformed entry: every rank parses some chunks
-            raise_collectively(comm, caught)
-            raise
+        counts, spans = _count_rows(path, header, comm)
         row_offsets = balanced_offsets(np.concatenate([[0], np.cumsum(counts)]), comm.Get_size())
     offsets = np.asarray(row_offsets, dtype=np.int64)
     if offsets.shape != (comm.Get_size() + 1,) or offsets[0] != 0 or offsets[-1] != shape[0] or np.any(np.diff(offsets) < 0):

@@ -62,13 +62,15 @@ def check_all(comm, ok, what: str) -> None:
 
 
 def raises_everywhere(comm, error, fn, *args, **kwargs):
-    """Call ``fn``; check on every rank that it raised ``error`` on every rank; return the message."""
+    """Call ``fn``; check on every rank that it raised ``error`` (a type or a tuple of types) on
+    every rank; return the message."""
+    name = error.__name__ if isinstance(error, type) else " or ".join(e.__name__ for e in error)
     try:
         fn(*args, **kwargs)
     except error as caught:
-        check_all(comm, True, f"{fn.__name__} raised {error.__name__}")
+        check_all(comm, True, f"{fn.__name__} raised {name}")
         return str(caught)
     except Exception as caught:  # noqa: BLE001 (reported through the collective check)
-        check_all(comm, False, f"{fn.__name__} raised {type(caught).__name__} ({caught}), not {error.__name__}")
-    check_all(comm, False, f"{fn.__name__} did not raise {error.__name__}")
+        check_all(comm, False, f"{fn.__name__} raised {type(caught).__name__} ({caught}), not {name}")
+    check_all(comm, False, f"{fn.__name__} did not raise {name}")
     return ""
