@@ -20,8 +20,10 @@ True
 from __future__ import annotations
 
 from sparsegpu.distributed._comm import SerialComm, world
+from sparsegpu.distributed.devices import local_rank, use_local_device
 from sparsegpu.distributed.matrix import DistributedCSR
 from sparsegpu.distributed.partition import Partition, balanced_offsets
 from sparsegpu.distributed.vector import DistributedVector
 
-__all__ = ["DistributedCSR", "DistributedVector", "Partition", "SerialComm", "balanced_offsets", "world"]
+__all__ = ["DistributedCSR", "DistributedVector", "Partition", "SerialComm", "balanced_offsets", "local_rank",
+           "use_local_device", "world"]

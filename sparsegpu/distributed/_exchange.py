@@ -25,19 +25,30 @@ class MpiExchanger:
         self.comm = comm
         self._send_spec = (plan.send_counts, plan.send_displs)
         self._recv_spec = (plan.recv_counts, plan.recv_displs)
+        self._device_indices: Any = None
 
     def start(self, x_local: Any, halo: Any) -> None:
         """Write into ``halo`` (length ``plan.recv_counts.sum()``) the peers' entries this rank
         needs, sending them the entries of ``x_local`` they need (collective)."""
         if not self.plan.active:
             return
-        send = np.ascontiguousarray(to_host(x_local[self.plan.send_indices]))
+        send = np.ascontiguousarray(to_host(x_local[self._indices_like(x_local)]))
         if is_device_array(halo):
             received = np.empty(halo.shape, dtype=halo.dtype)
             self._alltoallv(send, received)
             halo.set(received)
         else:
             self._alltoallv(send, halo)
+
+    def _indices_like(self, x_local: Any) -> Any:
+        """The send list as an index array of x's library (a device copy made once)."""
+        if not is_device_array(x_local):
+            return self.plan.send_indices
+        if self._device_indices is None:
+            import cupy
+
+            self._device_indices = cupy.asarray(self.plan.send_indices)
+        return self._device_indices
 
     def finish(self) -> None:
         """Nothing left to wait for: :meth:`start` returns once the halo is in place."""

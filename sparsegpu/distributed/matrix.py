@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from sparsegpu._backend import is_device_array, resolve_backend
+from sparsegpu._backend import is_device_array, resolve_backend, to_backend
 from sparsegpu import _validate
 from sparsegpu.distributed import _construct, mmio
 from sparsegpu.distributed._exchange import MpiExchanger
@@ -351,7 +351,8 @@ class DistributedCSR:
             x_local = self.col_partition.local_slice(x)
         x_local = _validate.check_vector(x_local, self.col_partition.local_size, self._dtype)
         if self._backend == "cpu" and is_device_array(x_local):
-            raise TypeError("this matrix lives on the CPU backend but x is a CuPy array")
+            raise TypeError("this matrix lives on the CPU backend but x is a CuPy array; pass a NumPy x")
+        x_local = to_backend(x_local, self._backend)
         y = self._product.multiply(x_local, self._exchanger)
         return DistributedVector(y, self.row_partition)
 
