@@ -317,6 +317,22 @@ class DistributedCSR:
             self._blocks[which] = CSR.from_scipy(sp.csr_array(S), backend=self._backend)
         return self._blocks[which]
 
+    def diagonal(self) -> DistributedVector:
+        """The main diagonal, split as the rows are (square matrices; missing entries are 0).
+
+        Examples
+        --------
+        >>> import numpy as np, scipy.sparse as sp
+        >>> from sparsegpu.distributed import DistributedCSR, world
+        >>> A = DistributedCSR.from_scipy(sp.diags([1.0, 2.0, 3.0]), world(), backend="cpu")
+        >>> A.diagonal().allgather().tolist()
+        [1.0, 2.0, 3.0]
+        """
+        if self.shape[0] != self.shape[1]:
+            raise ValueError(f"diagonal() needs a square matrix, got shape {self.shape}")
+        diagonal = self.local_block.to_scipy().diagonal()
+        return DistributedVector(to_backend(np.ascontiguousarray(diagonal), self._backend), self.row_partition)
+
     # ------------------------------------------------------------------ products
     def matvec(self, x: Any) -> DistributedVector:
         """``A @ x`` (collective).
