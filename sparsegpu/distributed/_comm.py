@@ -1,9 +1,10 @@
 """Communicators: mpi4py's, or a one-process stand-in when mpi4py is not installed.
 
-The package talks to a communicator through a few mpi4py methods only (``Get_rank``,
+The package talks to a communicator through a few mpi4py methods only: ``Get_rank``,
 ``Get_size``, the object collectives ``bcast``, ``allgather``, ``allreduce`` (integer counts
-only, where the order of a sum cannot matter), ``gather``, ``scatter`` and ``alltoall``, and the buffer collective ``Alltoallv`` on the exchange's hot path), so
-:class:`SerialComm` can stand in for ``MPI.COMM_WORLD`` at one process.
+only, where the order of a sum cannot matter), ``gather``, ``scatter`` and ``alltoall``, and
+the buffer collective ``Alltoallv`` on the exchange's hot path (never called at one process).
+So :class:`SerialComm` can stand in for ``MPI.COMM_WORLD`` at one process.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ class SerialComm:
         return None
 
 
+_SERIAL = SerialComm()  # one object, so partitions built on it compare equal
+
+
 def world() -> Any:
     """``mpi4py.MPI.COMM_WORLD``, or a :class:`SerialComm` when mpi4py is not installed.
 
@@ -65,7 +69,7 @@ def world() -> Any:
     try:
         from mpi4py import MPI
     except ImportError:
-        return SerialComm()
+        return _SERIAL
     return MPI.COMM_WORLD
 
 

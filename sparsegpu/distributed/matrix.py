@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from sparsegpu._backend import is_device_array, resolve_backend, to_backend
 from sparsegpu import _validate
 from sparsegpu.distributed import _construct, mmio
+from sparsegpu.distributed._comm import raise_collectively
 from sparsegpu.distributed._exchange import MpiExchanger
 from sparsegpu.distributed._extended import ExtendedProduct
 from sparsegpu.distributed._halo import extended_columns, plan_halo
@@ -81,11 +82,19 @@ class DistributedCSR:
             raise ValueError("row_partition and col_partition must share one communicator")
         if exchange not in EXCHANGES:
             raise ValueError(f"exchange must be one of {EXCHANGES}, got {exchange!r}")
+        comm = row_partition.comm
         self._backend = resolve_backend(backend)
-        local = _construct.canonical_rows(rows, row_partition.local_size, col_partition.n)
+        local, error = None, None
+        try:
+            local = _construct.canonical_rows(rows, row_partition.local_size, col_partition.n)
+        except (TypeError, ValueError) as caught:
+            error = caught
+        raise_collectively(comm, error)
+        dtypes = comm.allgather(local.dtype)
+        if len(set(dtypes)) > 1:
+            raise ValueError(f"the ranks' rows have different dtypes {sorted(set(map(str, dtypes)))}; cast them alike")
         self.row_partition, self.col_partition = row_partition, col_partition
         self._dtype = local.dtype
-        comm = row_partition.comm
         self._nnz = int(sum(comm.allgather(int(local.nnz))))
         self.halo_plan = plan_halo(local.indices.astype(np.int64), col_partition)
         columns = extended_columns(local.indices.astype(np.int64), col_partition, self.halo_plan)

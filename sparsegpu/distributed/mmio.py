@@ -156,8 +156,9 @@ def _keep_rows(path: Path, header: tuple, start: int, stop: int, spans: Any, dty
         rows, cols, values = parse_chunk(lines, field, symmetry, shape)
         mine = (rows >= start) & (rows < stop)
         kept.append((rows[mine] - start, cols[mine], values[mine]))
-    parts = [np.concatenate(column) if kept else np.zeros(0) for column in zip(*kept)] if kept else [
-        np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, _value_dtype(field))]
-    coo = sp.coo_array((parts[2], (parts[0], parts[1])), shape=(stop - start, shape[1]))
+    if not kept:
+        kept = [(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, _value_dtype(field)))]
+    rows, cols, values = (np.concatenate(column) for column in zip(*kept))
+    coo = sp.coo_array((values, (rows, cols)), shape=(stop - start, shape[1]))
     target = _validate.stored_dtype(coo.dtype, dtype, "same_kind")
     return sp.csr_array(coo.tocsr().astype(target))
