@@ -69,7 +69,8 @@ def _split_on_root(S: Any, size: int, reorder: bool, dtype: Any) -> list[tuple]:
     return [(C[offsets[r]:offsets[r + 1]], offsets, C.shape, permutation) for r in range(size)]
 
 
-def gather_local_rows(local_csr: Any, row_offset: Any, comm: Any, shape: Any, dtype: Any) -> tuple[Any, np.ndarray, tuple]:
+def gather_local_rows(local_csr: Any, row_offset: Any, comm: Any, shape: Any,
+                      dtype: Any) -> tuple[Any, np.ndarray, tuple]:
     """(this rank's canonical rows, row offsets, shape) from every rank's own rows (collective)."""
     info, error = None, None
     try:

@@ -12,14 +12,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from sparsegpu._backend import is_device_array, resolve_backend, to_backend
 from sparsegpu import _validate
+from sparsegpu._backend import is_device_array, resolve_backend, to_backend
 from sparsegpu.distributed import _construct, mmio
 from sparsegpu.distributed._comm import raise_collectively
 from sparsegpu.distributed._exchange import MpiExchanger
 from sparsegpu.distributed._extended import ExtendedProduct
 from sparsegpu.distributed._halo import extended_columns, plan_halo
-from sparsegpu.distributed._nccl import nccl_available, NcclExchanger
+from sparsegpu.distributed._nccl import NcclExchanger, nccl_available
 from sparsegpu.distributed.partition import Partition
 from sparsegpu.distributed.vector import DistributedVector
 from sparsegpu.formats import CSR

@@ -134,8 +134,9 @@ def read_rows(path: Any, comm: Any, row_offsets: Any, dtype: Any) -> tuple[sp.cs
         counts, spans = _count_rows(path, header, comm)
         row_offsets = balanced_offsets(np.concatenate([[0], np.cumsum(counts)]), comm.Get_size())
     offsets = np.asarray(row_offsets, dtype=np.int64)
-    if offsets.shape != (comm.Get_size() + 1,) or offsets[0] != 0 or offsets[-1] != shape[0] or np.any(np.diff(offsets) < 0):
-        raise ValueError(f"row_offsets must rise from 0 to {shape[0]} in {comm.Get_size() + 1} entries")
+    size = comm.Get_size()
+    if offsets.shape != (size + 1,) or offsets[0] != 0 or offsets[-1] != shape[0] or np.any(np.diff(offsets) < 0):
+        raise ValueError(f"row_offsets must rise from 0 to {shape[0]} in {size + 1} entries")
     start, stop = int(offsets[comm.Get_rank()]), int(offsets[comm.Get_rank() + 1])
     rows, error = None, None
     try:

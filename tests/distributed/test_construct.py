@@ -85,7 +85,8 @@ def write_shuffled(path, S, rng, symmetry="general", field="real", gzipped=False
         C = sp.coo_array((C.data[keep], (C.row[keep], C.col[keep])), shape=S.shape)
     order = rng.permutation(C.nnz)
     rows, cols, values = C.row[order] + 1, C.col[order] + 1, C.data[order]
-    lines = [f"%%MatrixMarket matrix coordinate {field} {symmetry}", "% a comment", f"{S.shape[0]} {S.shape[1]} {C.nnz}"]
+    lines = [f"%%MatrixMarket matrix coordinate {field} {symmetry}", "% a comment",
+             f"{S.shape[0]} {S.shape[1]} {C.nnz}"]
     if field == "pattern":
         lines += [f"{r} {c}" for r, c in zip(rows, cols)]
     elif field == "complex":

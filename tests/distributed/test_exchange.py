@@ -43,7 +43,8 @@ def test_local_and_halo_blocks_split_the_rows(comm, shared_rng):
     p = A.row_partition
     local, halo = A.local_block, A.halo_block
     rows = S[p.start:p.stop]
-    check_all(comm, local.shape == (p.local_size, p.local_size) and (local.to_scipy() != rows[:, p.start:p.stop]).nnz == 0,
+    own = rows[:, p.start:p.stop]
+    check_all(comm, local.shape == (p.local_size, p.local_size) and (local.to_scipy() != own).nnz == 0,
               "the local block: own columns from 0")
     halo_columns = A.halo_plan.halo_columns
     check_all(comm, halo.shape[1] == halo_columns.size and (halo.to_scipy() != rows[:, halo_columns]).nnz == 0,
@@ -90,8 +91,8 @@ def test_gpu_bitwise_equal_to_the_single_gpu_product(comm, shared_rng, gpu_rank,
 def test_gpu_long_rows_and_vectors(comm, shared_rng, gpu_rank):
     """Rows long enough to be split across blocks keep the single-GPU bits; dots agree on every rank."""
     S = crossing(shared_rng, 2000, density=0.002)
-    dense = sp.csr_array((shared_rng.standard_normal(2000 * 3), (np.repeat([5, 900, 1999], 2000), np.tile(np.arange(2000), 3))),
-                         shape=(2000, 2000))
+    long_rows = (np.repeat([5, 900, 1999], 2000), np.tile(np.arange(2000), 3))
+    dense = sp.csr_array((shared_rng.standard_normal(2000 * 3), long_rows), shape=(2000, 2000))
     S = sp.csr_array(S + dense)
     x = vector(shared_rng, 2000)
     A = DistributedCSR.from_scipy(S if comm.Get_rank() == 0 else None, comm, backend="gpu")

@@ -27,7 +27,8 @@ def check_product(comm, A, S, x, what, backend="cpu"):
     expected = single_process(S, x, backend)
     local = y.local.get() if hasattr(y.local, "get") else y.local
     part = A.row_partition
-    mine = expected[part.start:part.stop] if part.permutation is None else expected[part.permutation[part.start:part.stop]]
+    rows = np.arange(part.start, part.stop) if part.permutation is None else part.permutation[part.start:part.stop]
+    mine = expected[rows]
     check_all(comm, isinstance(y, DistributedVector) and local.dtype == A.dtype, f"{what}: result type")
     check_all(comm, np.array_equal(local, mine), f"{what}: bitwise equal to the single-process product")
     return y

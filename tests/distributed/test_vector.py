@@ -23,13 +23,14 @@ def partition(comm, shared_rng):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
 def test_dot_is_the_rank_ordered_sum_on_every_rank(comm, shared_rng, partition, dtype):
     a, b = vector(shared_rng, partition.n, dtype), vector(shared_rng, partition.n, dtype)
-    u, v = DistributedVector.from_global(a, partition, backend="cpu"), DistributedVector.from_global(b, partition, backend="cpu")
+    u, v = (DistributedVector.from_global(w, partition, backend="cpu") for w in (a, b))
     dot = u.dot(v)
     everyone = comm.allgather(dot)
     check_all(comm, all(d == everyone[0] for d in everyone), "the same bits on every rank")
     # The definition: per-rank float64 (complex128) partials, added in rank order.
     wide = np.complex128 if np.dtype(dtype).kind == "c" else np.float64
-    partials = [np.vdot(a[s:e].astype(wide), b[s:e].astype(wide)) for s, e in zip(partition.offsets[:-1], partition.offsets[1:])]
+    bounds = zip(partition.offsets[:-1], partition.offsets[1:])
+    partials = [np.vdot(a[s:e].astype(wide), b[s:e].astype(wide)) for s, e in bounds]
     expected = partials[0]
     for p in partials[1:]:
         expected = expected + p
@@ -51,7 +52,7 @@ def test_norms(comm, shared_rng, partition):
 
 def test_updates_and_arithmetic(comm, shared_rng, partition):
     a, b = vector(shared_rng, partition.n), vector(shared_rng, partition.n)
-    u, v = DistributedVector.from_global(a, partition, backend="cpu"), DistributedVector.from_global(b, partition, backend="cpu")
+    u, v = (DistributedVector.from_global(w, partition, backend="cpu") for w in (a, b))
     w = u.copy()
     w.axpy(2.5, v)
     check_all(comm, np.array_equal(w.allgather(), a + 2.5 * b), "axpy")
@@ -81,7 +82,8 @@ def test_gather_scatter_round_trip_with_a_permutation(comm, shared_rng):
     u = DistributedVector.scatter(a if comm.Get_rank() == 0 else None, partition, backend="cpu")
     local_ok = np.array_equal(u.local, a[permutation[partition.start:partition.stop]])
     check_all(comm, local_ok, "scatter applies the permutation")
-    check_all(comm, np.array_equal(DistributedVector.from_global(a, partition, backend="cpu").local, u.local), "from_global")
+    sliced = DistributedVector.from_global(a, partition, backend="cpu")
+    check_all(comm, np.array_equal(sliced.local, u.local), "from_global")
     gathered = u.gather(root=comm.Get_size() - 1)
     is_root = comm.Get_rank() == comm.Get_size() - 1
     check_all(comm, np.array_equal(gathered, a) if is_root else gathered is None, "gather to the last rank")
