@@ -20,10 +20,10 @@ class SerialComm:
     """A communicator of one process with mpi4py's method names: what :func:`world` returns
     when mpi4py is not installed, so one-process runs need no MPI."""
 
-    def Get_rank(self) -> int:  # noqa: N802 (mpi4py's name)
+    def Get_rank(self) -> int:
         return 0
 
-    def Get_size(self) -> int:  # noqa: N802 (mpi4py's name)
+    def Get_size(self) -> int:
         return 1
 
     def bcast(self, obj: Any, root: int = 0) -> Any:
@@ -44,7 +44,7 @@ class SerialComm:
     def alltoall(self, objs: Any) -> list[Any]:
         return [objs[0]]
 
-    def Barrier(self) -> None:  # noqa: N802 (mpi4py's name)
+    def Barrier(self) -> None:
         return None
 
 

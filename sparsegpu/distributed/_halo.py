@@ -11,7 +11,6 @@ which of my entries each peer needs (``send_indices``, grouped by peer in rank o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 

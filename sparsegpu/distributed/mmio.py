@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import gzip
 import itertools
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 import numpy as np
 import scipy.sparse as sp
@@ -128,7 +129,7 @@ def read_rows(path: Any, comm: Any, row_offsets: Any, dtype: Any) -> tuple[sp.cs
     except (OSError, ValueError) as caught:
         error = caught if isinstance(caught, ValueError) else ValueError(f"cannot read {path}: {caught}")
     raise_collectively(comm, error)
-    field, symmetry, shape, _ = header
+    shape = header[2]
     spans = None
     if row_offsets is None:
         counts, spans = _count_rows(path, header, comm)

@@ -9,7 +9,8 @@ differ from it by one or so on well-conditioned systems.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
