@@ -14,7 +14,7 @@ NVLink multicast should stay off (``NCCL_NVLS_ENABLE=0``) on machines where it m
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -55,6 +55,32 @@ def nccl_communicator(comm: Any) -> Any:
     return _COMMUNICATORS[key][0]
 
 
+class GroupCall(NamedTuple):
+    """One NCCL call of the exchange's group: ``operation`` ("send" from the send buffer or
+    "recv" into the halo), ``count`` wire elements at ``byte_offset`` of that buffer."""
+
+    operation: str
+    peer: int
+    byte_offset: int
+    count: int
+    wire_type: str
+
+
+def group_calls(plan: HaloPlan, dtype: Any) -> list[GroupCall]:
+    """The exchange's NCCL calls for entries of ``dtype``: per peer with traffic, in rank
+    order, its send then its receive (NCCL matches them inside one group in any order)."""
+    wire_type, per_entry = _WIRE_TYPES[np.dtype(dtype)]
+    itemsize = np.dtype(dtype).itemsize
+    calls = []
+    for peer in plan.peers:
+        for operation, counts, displs in (("send", plan.send_counts, plan.send_displs),
+                                          ("recv", plan.recv_counts, plan.recv_displs)):
+            if counts[peer]:
+                calls.append(GroupCall(operation, peer, int(displs[peer]) * itemsize, int(counts[peer]) * per_entry,
+                                       wire_type))
+    return calls
+
+
 class NcclExchanger:
     """Fills each rank's device halo vector from its peers' device entries of x over NCCL."""
 
@@ -67,8 +93,6 @@ class NcclExchanger:
         self.x_ready = cupy.cuda.Event(disable_timing=True)
         self.halo_ready = cupy.cuda.Event(disable_timing=True)
         self.send_indices = cupy.asarray(plan.send_indices)
-        self.peers = plan.peers
-        self.send_displs, self.recv_displs = plan.send_displs, plan.recv_displs
         self._in_flight: Any = None  # the send buffer, alive until finish()
 
     def start(self, x_local: Any, halo: Any) -> None:
@@ -79,23 +103,17 @@ class NcclExchanger:
         import cupy
         from cupy.cuda import nccl
 
-        wire_name, per_entry = _WIRE_TYPES[np.dtype(halo.dtype)]
-        wire = getattr(nccl, wire_name)
+        calls = group_calls(self.plan, halo.dtype)
         self.x_ready.record(cupy.cuda.get_current_stream())
         self.stream.wait_event(self.x_ready)
         with self.stream:
             send = x_local[self.send_indices]  # allocated and gathered on self.stream
-            itemsize = send.dtype.itemsize
             nccl.groupStart()
-            for peer in self.peers:
-                count = int(self.plan.send_counts[peer])
-                if count:
-                    self.nccl.send(send.data.ptr + int(self.send_displs[peer]) * itemsize, count * per_entry, wire,
-                                   peer, self.stream.ptr)
-                count = int(self.plan.recv_counts[peer])
-                if count:
-                    self.nccl.recv(halo.data.ptr + int(self.recv_displs[peer]) * itemsize, count * per_entry, wire,
-                                   peer, self.stream.ptr)
+            for call in calls:
+                operation = self.nccl.send if call.operation == "send" else self.nccl.recv
+                base = send.data.ptr if call.operation == "send" else halo.data.ptr
+                operation(base + call.byte_offset, call.count, getattr(nccl, call.wire_type), call.peer,
+                          self.stream.ptr)
             nccl.groupEnd()
             self.halo_ready.record(self.stream)
         self._in_flight = send

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from sparsegpu.distributed import DistributedCSR, Partition, local_rank
 from sparsegpu.distributed._exchange import MpiExchanger
 from sparsegpu.distributed._halo import extended_columns, plan_halo
-from sparsegpu.distributed._nccl import nccl_available
+from sparsegpu.distributed._nccl import group_calls, nccl_available
 from sparsegpu.distributed.partition import even_offsets
 from tests.distributed.conftest import check_all, raises_everywhere
 from tests.distributed.matrices import crossing, vector
@@ -34,6 +34,40 @@ def test_plan_and_exchange_deliver_the_needed_entries(comm, shared_rng):
     check_all(comm, np.array_equal(halo, x[plan.halo_columns]), "the halo holds the peers' entries")
     ext = np.concatenate([x[cols.start:cols.stop], halo])
     check_all(comm, np.array_equal(ext[extended_columns(wanted, cols, plan)], x[wanted]), "extended indices")
+
+
+def run_group_over_mpi(comm, calls, send, halo):
+    """NCCL's group, emulated: each call as a nonblocking MPI send or receive of the same bytes."""
+    from mpi4py import MPI
+
+    wire_bytes = {"NCCL_FLOAT32": 4, "NCCL_FLOAT64": 8}
+    requests = []
+    for call in calls:
+        buffer = (send if call.operation == "send" else halo).view(np.uint8)
+        piece = buffer[call.byte_offset:call.byte_offset + call.count * wire_bytes[call.wire_type]]
+        start = comm.Isend if call.operation == "send" else comm.Irecv
+        requests.append(start(piece, call.peer, tag=30))
+    MPI.Request.Waitall(requests)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_nccl_group_calls_deliver_the_needed_entries(comm, shared_rng, dtype):
+    """The NCCL exchanger's calls (peers, byte offsets, wire counts; complex entries as pairs),
+    run here over MPI point-to-point, fill the halo exactly as the MPI exchanger does."""
+    if not hasattr(comm, "Isend"):
+        pytest.skip("needs mpi4py")
+    n = 400
+    cols = Partition(even_offsets(n, comm.Get_size()), comm)
+    wanted = np.random.default_rng(comm.Get_rank() + 1000 * int(shared_rng.integers(1 << 20))).integers(0, n, 200)
+    plan = plan_halo(wanted, cols)
+    x = vector(shared_rng, n, dtype)
+    send = np.ascontiguousarray(x[cols.start:cols.stop][plan.send_indices])
+    halo = np.full(plan.halo_columns.size, np.nan, dtype=dtype)
+    calls = group_calls(plan, dtype)
+    per_entry = 2 if np.dtype(dtype).kind == "c" else 1
+    check_all(comm, sum(c.count for c in calls if c.operation == "recv") == per_entry * halo.size, "wire counts")
+    run_group_over_mpi(comm, calls, send, halo)
+    check_all(comm, np.array_equal(halo, x[plan.halo_columns]), "the halo holds the peers' entries")
 
 
 def test_local_and_halo_blocks_split_the_rows(comm, shared_rng):
