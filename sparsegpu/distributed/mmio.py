@@ -112,7 +112,12 @@ def _count_rows(path: Path, header: tuple, comm: Any) -> tuple[np.ndarray, list[
     except ValueError as caught:  # a malformed entry in a chunk only this rank parsed
         error = caught
     raise_collectively(comm, error)
-    counts = comm.allreduce(counts)
+    if hasattr(comm, "Allreduce"):  # mpi4py: one buffer reduction, no pickling of n counts
+        from mpi4py import MPI
+
+        comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
+    else:
+        counts = comm.allreduce(counts)
     merged: dict[int, tuple[int, int]] = {}
     for part in comm.allgather(spans):
         merged.update(part)

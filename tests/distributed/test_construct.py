@@ -4,6 +4,9 @@ of a Matrix Market file; argument errors raised on every rank (no rank left wait
 from __future__ import annotations
 
 import gzip
+import shutil
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -101,11 +104,14 @@ def write_shuffled(path, S, rng, symmetry="general", field="real", gzipped=False
 
 
 @pytest.fixture
-def shared_path(comm, tmp_path):
-    """A folder every rank sees (rank 0's temporary folder)."""
-    from pathlib import Path
-
-    return Path(comm.bcast(str(tmp_path) if comm.Get_rank() == 0 else None, root=0))
+def shared_path(comm):
+    """A folder every rank sees (made by rank 0; the ranks share a host). Not pytest's tmp_path:
+    every rank would prune the same numbered folders at once."""
+    folder = comm.bcast(tempfile.mkdtemp(prefix="sparsegpu-distributed-") if comm.Get_rank() == 0 else None, root=0)
+    yield Path(folder)
+    comm.bcast(None, root=0)  # every rank is done with the files
+    if comm.Get_rank() == 0:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 KINDS = [("general", "real"), ("symmetric", "real"), ("skew-symmetric", "real"), ("hermitian", "complex"),
