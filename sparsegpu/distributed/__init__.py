@@ -4,8 +4,9 @@ Launch a script with ``mpirun -n K python script.py``; every process runs it and
 part of each matrix. :class:`DistributedCSR` splits rows over the ranks (balanced by nonzeros)
 and ``A @ x`` exchanges halo entries (NCCL between GPUs, mpi4py with host buffers otherwise)
 and is bitwise equal to the single-process product. :class:`DistributedVector` holds one
-rank's slice with the dot products and updates a Krylov solver needs. Without mpi4py,
-:func:`world` gives a one-process communicator, so the same code runs on one process.
+rank's slice with the dot products and updates a Krylov solver needs; :func:`cg` solves
+with SciPy's signature. Without mpi4py, :func:`world` gives a one-process communicator, so
+the same code runs on one process.
 
 >>> import numpy as np, scipy.sparse as sp
 >>> from sparsegpu.distributed import DistributedCSR, world
@@ -23,7 +24,8 @@ from sparsegpu.distributed._comm import SerialComm, world
 from sparsegpu.distributed.devices import local_rank, use_local_device
 from sparsegpu.distributed.matrix import DistributedCSR
 from sparsegpu.distributed.partition import Partition, balanced_offsets
+from sparsegpu.distributed.solvers import cg
 from sparsegpu.distributed.vector import DistributedVector
 
-__all__ = ["DistributedCSR", "DistributedVector", "Partition", "SerialComm", "balanced_offsets", "local_rank",
+__all__ = ["DistributedCSR", "DistributedVector", "Partition", "SerialComm", "balanced_offsets", "cg", "local_rank",
            "use_local_device", "world"]
