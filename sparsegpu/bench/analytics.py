@@ -46,7 +46,7 @@ from sparsegpu import csgraph as sg
 from sparsegpu._backend import to_host
 from sparsegpu.advisor import from_scipy
 from sparsegpu.bench import graph_baselines as baselines
-from sparsegpu.bench.graphs import Graph, Skip, build_graph
+from sparsegpu.bench.graphs import Graph, Skip, build_graph, resolve_names
 from sparsegpu.bench.graphs import time_call as time_whole_call
 from sparsegpu.bench.timing import measure, synchronize
 from sparsegpu.csgraph._graph import as_graph
@@ -74,11 +74,7 @@ def resolve_functions(items: Sequence[str]) -> list[str]:
     >>> resolve_functions(["louvain,pagerank"])
     ['pagerank', 'louvain']
     """
-    wanted = {part.strip() for item in items for part in item.split(",") if part.strip()}
-    unknown = sorted(wanted - set(FUNCTIONS))
-    if unknown:
-        raise ValueError(f"unknown function(s) {', '.join(unknown)}; known: {', '.join(FUNCTIONS)}")
-    return [f for f in FUNCTIONS if f in wanted]
+    return resolve_names(items, FUNCTIONS)
 
 
 # --------------------------------------------------------------------------- graphs and baselines
