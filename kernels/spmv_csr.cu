@@ -22,6 +22,25 @@ inline constexpr int LONG_BLOCK = 256;
 inline constexpr int LONG_ITEMS = 8;
 inline constexpr int LONG_CHUNK = LONG_BLOCK * LONG_ITEMS;
 
+// S::add(sum, S::mul(data[j], x[c])) for entry j of column c when c is present (`present`
+// nullable), setting `found`; else sum.
+template <class S, class V, class I>
+__device__ __forceinline__ V fold_present(V sum, const I c, const V* __restrict__ data, const V* __restrict__ x,
+                                          const I j, const unsigned char* __restrict__ present, bool& found) {
+    if (!sg::present_at(present, c)) return sum;
+    found = true;
+    return S::add(sum, S::mul(sg::ldg(data + j), sg::ldg(x + c)));
+}
+
+// Entry j's term folded into sum; FLAGS: only when its column is present (fold_present).
+template <class S, bool FLAGS, class V, class I>
+__device__ __forceinline__ V fold_entry(V sum, const I* __restrict__ indices, const V* __restrict__ data,
+                                        const V* __restrict__ x, const I j, const unsigned char* __restrict__ present,
+                                        bool& found) {
+    if constexpr (FLAGS) return fold_present<S>(sum, sg::ldg(indices + j), data, x, j, present, found);
+    return S::add(sum, S::mul(sg::ldg(data + j), sg::ldg(x + sg::ldg(indices + j))));
+}
+
 // One row's fold for the lanes of its sub-warp: lane 0 gets S::add over the row's entries
 // [begin, end) of S::mul(data[j], x[indices[j]]), in entry order within each lane and a fixed
 // shuffle tree across lanes. FLAGS: skip entries whose column is not present (`present`
@@ -42,11 +61,7 @@ __device__ __forceinline__ V csr_row_fold(const I* __restrict__ indices, const V
         if constexpr (FLAGS) {
             const I c[4] = {c0, c1, c2, c3};
 #pragma unroll
-            for (int u = 0; u < 4; ++u)
-                if (sg::present_at(present, c[u])) {
-                    sum = S::add(sum, S::mul(sg::ldg(data + j + u * TPR), sg::ldg(x + c[u])));
-                    found = true;
-                }
+            for (int u = 0; u < 4; ++u) sum = fold_present<S>(sum, c[u], data, x, j + u * TPR, present, found);
         } else {
             const V p0 = S::mul(sg::ldg(data + j), sg::ldg(x + c0)), p1 = S::mul(sg::ldg(data + j + TPR), sg::ldg(x + c1));
             const V p2 = S::mul(sg::ldg(data + j + 2 * TPR), sg::ldg(x + c2));
@@ -54,17 +69,7 @@ __device__ __forceinline__ V csr_row_fold(const I* __restrict__ indices, const V
             sum = S::add(S::add(S::add(S::add(sum, p0), p1), p2), p3);
         }
     }
-    for (; j < end; j += TPR) {
-        if constexpr (FLAGS) {
-            const I c = sg::ldg(indices + j);
-            if (sg::present_at(present, c)) {
-                sum = S::add(sum, S::mul(sg::ldg(data + j), sg::ldg(x + c)));
-                found = true;
-            }
-        } else {
-            sum = S::add(sum, S::mul(sg::ldg(data + j), sg::ldg(x + sg::ldg(indices + j))));
-        }
-    }
+    for (; j < end; j += TPR) sum = fold_entry<S, FLAGS>(sum, indices, data, x, j, present, found);
     return sg::subwarp_fold<TPR, S>(sum);
 }
 
@@ -150,17 +155,8 @@ __device__ __forceinline__ V long_chunk_fold(const I* __restrict__ indptr, const
     const I begin = indptr[row] + (chunk - chunk_first[slot]) * (I)LONG_CHUNK;
     const I end = begin + LONG_CHUNK < row_end ? begin + (I)LONG_CHUNK : row_end;
     V sum = S::identity();
-    for (I j = begin + threadIdx.x; j < end; j += LONG_BLOCK) {
-        if constexpr (FLAGS) {
-            const I c = sg::ldg(indices + j);
-            if (sg::present_at(present, c)) {
-                sum = S::add(sum, S::mul(sg::ldg(data + j), sg::ldg(x + c)));
-                found = true;
-            }
-        } else {
-            sum = S::add(sum, S::mul(sg::ldg(data + j), sg::ldg(x + sg::ldg(indices + j))));
-        }
-    }
+    for (I j = begin + threadIdx.x; j < end; j += LONG_BLOCK)
+        sum = fold_entry<S, FLAGS>(sum, indices, data, x, j, present, found);
     return sg::block_fold<LONG_BLOCK, S>(sum, scratch);
 }
 

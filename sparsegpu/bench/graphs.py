@@ -148,11 +148,17 @@ def resolve_functions(items: Sequence[str]) -> list[str]:
     >>> resolve_functions(["sssp,bfs"])
     ['bfs', 'sssp']
     """
+    return resolve_names(items, FUNCTIONS)
+
+
+def resolve_names(items: Sequence[str], known: Sequence[str]) -> list[str]:
+    """The names in ``items`` (comma-separated parts allowed) in the order of ``known``;
+    ValueError listing the unknown ones and ``known``."""
     wanted = {part.strip() for item in items for part in item.split(",") if part.strip()}
-    unknown = sorted(wanted - set(FUNCTIONS))
+    unknown = sorted(wanted - set(known))
     if unknown:
-        raise ValueError(f"unknown function(s) {', '.join(unknown)}; known: {', '.join(FUNCTIONS)}")
-    return [f for f in FUNCTIONS if f in wanted]
+        raise ValueError(f"unknown function(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    return [f for f in known if f in wanted]
 
 
 def reweighted(S: Any, seed: int = 0) -> sp.csr_array:

@@ -12,7 +12,9 @@ PageRank (the transposed, row-normalised adjacency), A^T for the other two. On t
 stored in the format :func:`sparsegpu.advise` picks; on the CPU it is a CSR whose product is
 SciPy's. Vector updates are array operations, and every reduction is
 :func:`sparsegpu.primitives.reduce` (a fixed order on the GPU), so results are bitwise the same
-run to run. The same code runs on both backends with NumPy or CuPy: the CPU run is the reference.
+run to run. The same code runs on both backends with NumPy or CuPy, except PageRank's vector
+work on the GPU: one fused kernel per step after the product (kernels/graph_centrality.cu)
+updates the iterate and sums its change and its dangling mass in a fixed order.
 
 The convergence test stays on the device: each iteration's error goes into a device array that
 is read back every ``check_every`` iterations. The iterates of a batch are kept in a ring of
@@ -36,6 +38,7 @@ from sparsegpu._backend import (
     to_host,
 )
 from sparsegpu.advisor import advise
+from sparsegpu.csgraph._device_centrality import PagerankStep
 from sparsegpu.csgraph._graph import Graph, as_graph
 from sparsegpu.formats import CSR, SparseMatrix
 from sparsegpu.primitives import reduce, segmented_reduce
@@ -147,6 +150,18 @@ def pagerank(csgraph: Any, alpha: float = 0.85, personalization: Any = None, max
     p = xp.full(n, 1.0 / n) if p is None else to_backend(p, graph.backend)
     d = p if d is None else to_backend(d, graph.backend)
     teleport = (1 - alpha) * p
+    start = xp.full(n, 1.0 / n) if x0 is None else to_backend(x0, graph.backend)
+    if graph.backend == "gpu":  # the product, then one fused kernel writing the step's error
+        dangling = xp.zeros(n, dtype=bool)
+        dangling[dangling_index] = True
+        fused = PagerankStep(dangling, d, teleport, alpha, start)
+
+        def device_step(x: Any, out: Any, error: Any) -> None:
+            M.spmv(x, out)
+            fused.update(out, x, error)
+
+        x, _ = _power_iterate(device_step, start, max_iter, n * tol, check_every, step_writes_error=True)
+        return graph.output(x)
 
     def step(x: Any, out: Any) -> None:
         M.spmv(x, out)
@@ -155,7 +170,6 @@ def pagerank(csgraph: Any, alpha: float = 0.85, personalization: Any = None, max
         out *= alpha
         out += teleport
 
-    start = xp.full(n, 1.0 / n) if x0 is None else to_backend(x0, graph.backend)
     x, _ = _power_iterate(step, start, max_iter, n * tol, check_every)
     return graph.output(x)
 
@@ -332,11 +346,13 @@ def eigenvector_centrality(csgraph: Any, max_iter: int = 100, tol: float = 1.0e-
 # --------------------------------------------------------------------------- the iteration
 
 
-def _power_iterate(step: Callable[[Any, Any], None], start: Any, max_iter: int, threshold: float,
-                   check_every: int) -> tuple[Any, int]:
+def _power_iterate(step: Callable[..., None], start: Any, max_iter: int, threshold: float,
+                   check_every: int, *, step_writes_error: bool = False) -> tuple[Any, int]:
     """(x_j, j) for the first j with ``|x_j - x_{j-1}|_1 < threshold``, where
-    ``step(x_{k-1}, x_k)`` writes x_k; PowerIterationFailedConvergence when no j <= max_iter
-    passes. ``start`` (x_0) is this function's to overwrite.
+    ``step(x_{k-1}, x_k)`` writes x_k (``step(x_{k-1}, x_k, error)`` with
+    ``step_writes_error``, also writing that l1 change into the one-element array ``error``);
+    PowerIterationFailedConvergence when no j <= max_iter passes. ``start`` (x_0) is this
+    function's to overwrite.
 
     The errors are stored on the device and read every ``check_every`` iterations. The iterates
     live in a ring of ``check_every + 1`` vectors: a batch writes x_{c+1} .. x_{c+check_every}
@@ -351,8 +367,11 @@ def _power_iterate(step: Callable[[Any, Any], None], start: Any, max_iter: int, 
     checked = 0
     for k in range(max_iter):
         previous, current = ring[k % slots], ring[(k + 1) % slots]
-        step(previous, current)
-        errors[k] = reduce(xp.abs(xp.subtract(current, previous, out=scratch), out=scratch))
+        if step_writes_error:
+            step(previous, current, errors[k:k + 1])
+        else:
+            step(previous, current)
+            errors[k] = reduce(xp.abs(xp.subtract(current, previous, out=scratch), out=scratch))
         if k + 1 - checked == batch or k + 1 == max_iter:
             passed = np.flatnonzero(to_host(errors[checked:k + 1]) < threshold)
             if passed.size:

@@ -292,7 +292,7 @@ def triangle_count(A: Any, *, method: str = "auto", backend: str | None = None) 
     return int(_count(graph, method, per_vertex=False))
 
 
-def jaccard(A: Any, pairs: Any = None, *, backend: str | None = None) -> Any:
+def jaccard(A: Any, pairs: Any = None, *, method: str = "auto", backend: str | None = None) -> Any:
     """Jaccard similarity |N(u) & N(v)| / |N(u) | N(v)| of vertex pairs, as
     :func:`networkx.jaccard_coefficient`.
 
@@ -307,6 +307,13 @@ def jaccard(A: Any, pairs: Any = None, *, backend: str | None = None) -> Any:
         The pairs (NetworkX's ``ebunch``); NumPy, or CuPy with a GPU matrix. None (default):
         every edge {u, v}, u < v, once (NetworkX's default is every non-edge instead, which
         grows as N^2; cuGraph's is the edges).
+    method : {"auto", "intersection", "product"}, optional
+        How every edge's common neighbours are counted without ``pairs``: the intersection of
+        sorted neighbour lists over the degree-oriented graph, or the masked product
+        ``P (plus.pair) P`` on the pattern P's own entries (:func:`sparsegpu.spgemm` with P as
+        the mask on the GPU, SciPy's product on the CPU); "auto" (default) asks
+        :func:`choose_method`. Both give the same counts, so the same bits. Pairs are always
+        intersected.
     backend : {"cpu", "gpu"}, optional
         Where scipy / NumPy input runs (default :func:`sparsegpu.backend`); a sparsegpu matrix
         runs where it lives.
@@ -340,9 +347,10 @@ def jaccard(A: Any, pairs: Any = None, *, backend: str | None = None) -> Any:
     >>> rows.tolist(), cols.tolist(), values.round(3).tolist()
     ([0, 0, 0, 1], [1, 2, 3, 2], [0.25, 0.25, 0.0, 0.333])
     """
+    method = check_choice("method", method, METHODS)
     graph = as_graph(A, backend, name="A")
     if pairs is None:
-        return _edge_similarity(graph)
+        return _edge_similarity(graph, method)
     first, second = (to_backend(a, graph.backend) for a in check_pairs(pairs, graph.n))
     indptr, indices = simple_pattern(graph)
     common, _, _ = _common_neighbours(graph, indptr, indices, first, second)
@@ -359,22 +367,55 @@ def _ratio(xp: Any, common: Any, union: Any) -> Any:
     return xp.where(union > 0, common / xp.maximum(union, 1), 0.0)
 
 
-def _edge_similarity(graph: Graph) -> tuple[Any, Any, Any]:
-    """(rows, cols, values) of every edge u < v: its common neighbours are the triangles through
-    it, each found once on the degree-oriented graph (the searched pair's count, plus the
-    two other edges of each triangle found)."""
-    xp = graph.xp
+def _edge_similarity(graph: Graph, method: str) -> tuple[Any, Any, Any]:
+    """(rows, cols, values) of every edge u < v, from the common neighbours of each edge."""
     indptr, indices = simple_pattern(graph)
+    if method == "auto":
+        method = choose_method(graph.backend, oriented_wedges(indptr, indices), int(indices.size) // 2)
+    count = _edge_common_by_product if method == "product" else _edge_common_by_intersection
+    rows, cols, common = count(graph, indptr, indices)
+    degree = _degrees(indptr)
+    values = _ratio(graph.xp, common, degree[rows] + degree[cols] - common)
+    return graph.output(rows), graph.output(cols), graph.output(values)
+
+
+def _edge_common_by_product(graph: Graph, indptr: Any, indices: Any) -> tuple[Any, Any, Any]:
+    """Every edge u < v (ordered by u then v) and its common neighbours, from the masked product
+    C = P (plus.pair) P on P's entries: C holds an edge's count where it is not 0."""
+    xp, n = graph.xp, graph.n
+    if graph.backend == "gpu":
+        P = CSR((xp.ones(indices.size), indices, indptr), (n, n), backend="gpu", check=False)
+        C = spgemm(P, P, semiring="plus_pair", mask=P)
+        c_ptr, c_idx, c_val = C.indptr, C.indices, C.data
+    else:
+        P = sp.csr_array((np.ones(indices.size), indices, indptr), shape=(n, n))
+        C = sp.csr_array((P @ P).multiply(P))
+        C.sum_duplicates()
+        C.sort_indices()
+        c_ptr, c_idx, c_val = C.indptr, C.indices, C.data
+    rows = convert.expand_pointers(indptr, xp).astype(np.int64)
+    upper = rows < indices
+    rows, cols = rows[upper], indices[upper].astype(np.int64)
+    c_rows = convert.expand_pointers(c_ptr, xp).astype(np.int64)
+    c_upper = c_rows < c_idx
+    common = xp.zeros(rows.size, dtype=np.float64)
+    keys = rows * n + cols  # sorted: P is canonical
+    common[xp.searchsorted(keys, c_rows[c_upper] * n + c_idx[c_upper])] = c_val[c_upper]
+    return rows, cols, common
+
+
+def _edge_common_by_intersection(graph: Graph, indptr: Any, indices: Any) -> tuple[Any, Any, Any]:
+    """Every edge u < v (ordered by u then v) and its common neighbours: the triangles through
+    it, each found once on the degree-oriented graph (the searched pair's count, plus the two
+    other edges of each triangle found)."""
+    xp = graph.xp
     oriented_ptr, oriented_idx, oriented_rows = degree_oriented(indptr, indices, xp)
     counts, _, others = _common_neighbours(graph, oriented_ptr, oriented_idx, oriented_rows, oriented_idx,
                                            edges=True)
     low = xp.minimum(oriented_rows, oriented_idx).astype(np.int64)
     high = xp.maximum(oriented_rows, oriented_idx).astype(np.int64)
     order = xp.argsort(low * max(graph.n, 1) + high)
-    rows, cols, common = low[order], high[order], (counts + others)[order]
-    degree = _degrees(indptr)
-    values = _ratio(xp, common, degree[rows] + degree[cols] - common)
-    return graph.output(rows), graph.output(cols), graph.output(values)
+    return low[order], high[order], (counts + others)[order]
 
 
 def _loops_in_union(graph: Graph, indptr: Any, indices: Any, first: Any, second: Any) -> Any:

@@ -21,7 +21,7 @@ from sparsegpu.transfer._checks import (
     optional_positive_int,
     positive_int,
 )
-from sparsegpu.transfer.pinned import PinnedPool, is_pinned, pinned_empty
+from sparsegpu.transfer.pinned import PinnedPool, is_pinned, pin, pinned_empty
 from sparsegpu.transfer.report import Progress, Timeline, TransferReport
 from sparsegpu.transfer.staging import join_streams, staged_streams
 
@@ -84,6 +84,33 @@ def plan_row_blocks(indptr: np.ndarray, budget_bytes: int, value_itemsize: int, 
     return blocks
 
 
+def is_memory_mapped(array: np.ndarray) -> bool:
+    """Whether ``array``'s memory belongs to a memory map (``numpy.memmap`` or ``mmap.mmap``).
+
+    >>> import mmap
+    >>> is_memory_mapped(np.zeros(3)), is_memory_mapped(np.frombuffer(mmap.mmap(-1, 16)))
+    (False, True)
+    """
+    import mmap
+
+    base: Any = array
+    while base is not None:
+        if isinstance(base, (np.memmap, mmap.mmap)):
+            return True
+        base = getattr(base, "base", None) if isinstance(base, np.ndarray) else getattr(base, "obj", None)
+    return False
+
+
+def _pinned_arrays(S: Any, memory_mapped_too: bool) -> Any:
+    """``S`` with its arrays page-locked in place (:func:`pin`), memory-mapped ones left alone
+    unless ``memory_mapped_too``; the same object when nothing changed."""
+    arrays = [S.data, S.indices, S.indptr]
+    pinned = [pin(a) if a.size and (memory_mapped_too or not is_memory_mapped(a)) else a for a in arrays]
+    if all(p is a for p, a in zip(pinned, arrays)):
+        return S
+    return sp.csr_array(tuple(pinned), shape=S.shape, copy=False)  # pin copied an array it could not lock
+
+
 class OutOfCoreCSR:
     """A CSR matrix kept in host memory whose products stream row blocks through the GPU.
 
@@ -110,6 +137,13 @@ class OutOfCoreCSR:
     pool, pack, pack_threads
         Staging, as for :func:`upload`; arrays already pinned (:func:`pin`,
         :func:`pinned_empty`) are copied directly.
+    pin : bool or None, default None
+        Page-lock the matrix's arrays in place at construction (:func:`pin`: no copy, no extra
+        host memory), so every product copies them at the pinned rate with no staging. None
+        does it on the GPU backend for arrays that are not memory-mapped (a memory-mapped
+        matrix stays on disk until read, and is staged); True for every array; False never.
+        The pages stay locked while the matrix (or the caller's arrays) live. Construction
+        then pays the registration, roughly a copy's time of the arrays once.
     backend : {"cpu", "gpu"} or None
         None picks the GPU when there is one.
     check : bool, default True
@@ -137,8 +171,11 @@ class OutOfCoreCSR:
 
     def __init__(self, S: Any, *, device_budget_bytes: int | None = None, chunk_rows: int | None = None,
                  streams: int = 2, pool: PinnedPool | None = None, pack: PackStrategy = "auto",
-                 pack_threads: int | None = None, backend: str | None = None, check: bool = True) -> None:
+                 pack_threads: int | None = None, backend: str | None = None, check: bool = True,
+                 pin: bool | None = None) -> None:
         S = csr_input(S)
+        if pin is not None:
+            pin = _validate.check_bool("pin", pin)
         check_csr_ends(S)
         if _validate.check_bool("check", check):
             _validate.check_compressed(S.indptr, S.indices, S.data, S.shape[0], S.shape[1], "rows", "columns")
@@ -175,6 +212,8 @@ class OutOfCoreCSR:
         m = self.shape[0]
         self._tpr = threads_per_row(S.nnz / m if m else 0.0)
         self._plans: dict[int, Any] = {}
+        if self.backend == "gpu" and pin is not False:
+            self._S = S = _pinned_arrays(S, memory_mapped_too=pin is True)
         self._pinned = [is_pinned(a) for a in (S.data, S.indices, S.indptr)]
         self._pinned_y: np.ndarray | None = None
         self.last_report: TransferReport | None = None

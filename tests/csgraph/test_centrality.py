@@ -471,3 +471,36 @@ def test_gpu_kronecker_matches_networkx(scale):
     S = datasets.kronecker(scale, 16, seed=scale, weighted=True)
     expected = as_array(nx.pagerank(nx_graph(S, True)), S.shape[0])
     assert_agrees(pagerank(sparsegpu.from_scipy(S, backend="gpu")), expected, 2e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [1, 1000, 300_001])
+def test_gpu_fused_pagerank_step_equals_reference(n, rng):
+    import cupy
+
+    from sparsegpu.csgraph._device_centrality import PagerankStep
+    from sparsegpu.reference.graph_centrality import pagerank_update
+
+    y, x = rng.random(n), rng.random(n)
+    weights, teleport = rng.random(n), rng.random(n)
+    dangling = rng.random(n) < 0.2
+    start = rng.random(n)
+    step = PagerankStep(cupy.asarray(dangling), cupy.asarray(weights), cupy.asarray(teleport), 0.85,
+                        cupy.asarray(start))
+    carried = float(start[dangling].sum())
+    results = []
+    for _ in range(2):  # the second step reads the dangling mass the first one wrote
+        got_y, error = cupy.asarray(y), cupy.full(1, np.nan)
+        step.update(got_y, cupy.asarray(x), error)
+        want_y = y.copy()
+        want_error, want_carried = pagerank_update(want_y, x, weights, teleport, dangling, 0.85, carried)
+        np.testing.assert_allclose(got_y.get(), want_y, rtol=1e-14, atol=0)
+        assert float(error[0]) == pytest.approx(want_error, rel=1e-12)
+        carried = want_carried
+        results.append((got_y.get(), float(error[0])))
+    assert float(step.carried[step.steps % 2]) == pytest.approx(carried, rel=1e-12, abs=1e-300)
+    again = PagerankStep(cupy.asarray(dangling), cupy.asarray(weights), cupy.asarray(teleport), 0.85,
+                         cupy.asarray(start))
+    got_y, error = cupy.asarray(y), cupy.full(1, np.nan)
+    again.update(got_y, cupy.asarray(x), error)
+    assert np.array_equal(got_y.get(), results[0][0]) and float(error[0]) == results[0][1]

@@ -123,6 +123,9 @@ def test_jaccard_on_real_graphs(rng, name):
     np.testing.assert_array_equal(values[sample], nx_jaccard(A, zip(rows[sample], cols[sample]), G))
     np.testing.assert_array_equal(values[sample], jaccard(A, np.stack([rows[sample], cols[sample]], 1),
                                                          backend="cpu"))
+    for method in ("intersection", "product"):  # each way of counting gives the same bits
+        for got, want in zip(jaccard(A, method=method, backend="cpu"), (rows, cols, values)):
+            np.testing.assert_array_equal(got, want)
 
 
 # ------------------------------------------------------------------------ generated graphs
@@ -477,3 +480,7 @@ def test_gpu_api_on_generated_and_tiny_graphs(rng):
         pairs = random_pairs(rng, A, 300)
         got = jaccard(M, cupy.asarray(pairs))
         np.testing.assert_array_equal(to_numpy(got), nx_jaccard(A, pairs))
+        want_edges = jaccard(A, backend="cpu")
+        for method in METHODS:
+            for got, want in zip(jaccard(M, method=method), want_edges):
+                np.testing.assert_array_equal(to_numpy(got), want)

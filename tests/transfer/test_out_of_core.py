@@ -12,6 +12,7 @@ import scipy.sparse as sp
 import sparsegpu
 from sparsegpu import transfer
 from sparsegpu.transfer import OutOfCoreCSR, block_bytes, plan_row_blocks, upload_csr
+from sparsegpu.transfer.out_of_core import is_memory_mapped
 from tests.conftest import poisoned
 from tests.transfer.helpers import budget_for, nonzero_x, random_csr
 
@@ -106,6 +107,7 @@ def test_out_of_core_bad_input(rng):
     ("pack_threads", -1, ValueError, "pack_threads must be positive"),
     ("device_budget_bytes", 1e6, TypeError, "device_budget_bytes must be an integer"),
     ("check", "no", TypeError, "check must be True or False"),
+    ("pin", "yes", TypeError, "pin must be True or False"),
 ])
 def test_out_of_core_option_checks(option, value, error, words):
     with pytest.raises(error, match=words):
@@ -162,6 +164,25 @@ def test_out_of_core_cpu_memory_mapped(rng, tmp_path):
     A = OutOfCoreCSR(M, device_budget_bytes=budget_for(S, 4), backend="cpu")
     x = nonzero_x(rng, 60)
     assert np.array_equal(A @ x, sparsegpu.CSR.from_scipy(S, backend="cpu") @ x)
+    assert all(map(is_memory_mapped, (M.data, M.indices, M.indptr)))
+    assert not any(map(is_memory_mapped, (S.data, S.indices, S.indptr)))
+
+
+@pytest.mark.gpu
+def test_out_of_core_gpu_pins_ordinary_arrays_in_place(rng, tmp_path):
+    import cupy
+
+    S = random_csr(rng, 3000, 600, 8)
+    x = nonzero_x(rng, 600)
+    expected = sparsegpu.CSR.from_scipy(S, backend="gpu") @ cupy.asarray(x)
+    A = OutOfCoreCSR(S, device_budget_bytes=budget_for(S, 4), backend="gpu")
+    assert A._pinned == [True, True, True] and A._S.data is S.data  # page-locked in place, not copied
+    assert cupy.array_equal(A @ cupy.asarray(x), expected)
+    assert OutOfCoreCSR(S.copy(), backend="gpu", pin=False)._pinned == [False, False, False]
+    np.save(tmp_path / "data.npy", S.data)
+    mapped = sp.csr_array((np.load(tmp_path / "data.npy", mmap_mode="r"), S.indices.copy(), S.indptr.copy()),
+                          shape=S.shape, copy=False)
+    assert OutOfCoreCSR(mapped, backend="gpu")._pinned == [False, True, True]  # a memory map stays on disk
 
 
 # --------------------------------------------------------------------------- GPU
