@@ -9,7 +9,7 @@ True
 
 from __future__ import annotations
 
-from sparsegpu import csgraph, linalg, semiring
+from sparsegpu import csgraph, distributed, linalg, semiring
 from sparsegpu._backend import BackendError, backend, get_options, gpu_available, options, set_options
 from sparsegpu._kernels import KernelCompileError
 from sparsegpu.advisor import Advice, MatrixStats, advise, from_scipy, matrix_stats
@@ -53,6 +53,7 @@ __all__ = [
     "TransferReport",
     "advise",
     "csgraph",
+    "distributed",
     "matrix_stats",
     "COO",
     "CSC",
