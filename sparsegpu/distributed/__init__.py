@@ -24,8 +24,8 @@ from sparsegpu.distributed._comm import SerialComm, world
 from sparsegpu.distributed.devices import local_rank, use_local_device
 from sparsegpu.distributed.matrix import DistributedCSR
 from sparsegpu.distributed.partition import Partition, balanced_offsets
-from sparsegpu.distributed.solvers import cg
+from sparsegpu.distributed.solvers import bicgstab, cg
 from sparsegpu.distributed.vector import DistributedVector
 
-__all__ = ["DistributedCSR", "DistributedVector", "Partition", "SerialComm", "balanced_offsets", "cg", "local_rank",
+__all__ = ["DistributedCSR", "DistributedVector", "Partition", "SerialComm", "balanced_offsets", "bicgstab", "cg", "local_rank",
            "use_local_device", "world"]

@@ -18,7 +18,7 @@ from sparsegpu import _validate
 from sparsegpu.distributed.matrix import DistributedCSR
 from sparsegpu.distributed.vector import DistributedVector
 
-__all__ = ["cg"]
+__all__ = ["bicgstab", "cg"]
 
 
 def _as_vector(name: str, v: Any, A: DistributedCSR) -> DistributedVector:
@@ -43,6 +43,30 @@ def _preconditioner(M: Any, A: DistributedCSR) -> Callable[[DistributedVector], 
     if callable(M):
         return M
     raise TypeError(f"M must be None, 'jacobi' or a callable taking a DistributedVector, got {type(M).__name__}")
+
+
+def _start(name: str, A: Any, b: Any, x0: Any, rtol: Any, atol: Any, maxiter: Any, M: Any) -> tuple | None:
+    """The checked arguments and the starting state (x, r, stopping limit, maxiter, the
+    preconditioner), or None when ``b`` is zero (x = 0 solves it)."""
+    if not isinstance(A, DistributedCSR):
+        raise TypeError(f"A must be a DistributedCSR, got {type(A).__name__}")
+    if A.shape[0] != A.shape[1]:
+        raise ValueError(f"{name} needs a square matrix, got shape {A.shape}")
+    rtol = _validate.check_real_finite("rtol", rtol, minimum=0.0)
+    atol = _validate.check_real_finite("atol", atol, minimum=0.0)
+    maxiter = 10 * A.shape[0] if maxiter is None else _validate.check_int("maxiter", maxiter, minimum=1)
+    b = _as_vector("b", b, A)
+    precondition = _preconditioner(M, A)
+    b_norm = b.norm()
+    if b_norm == 0:
+        return None
+    dtype = np.result_type(A.dtype, b.dtype)
+    if x0 is None:
+        x, r = b.zeros_like().astype(dtype), b.astype(dtype)
+    else:
+        x = _as_vector("x0", x0, A).astype(dtype)
+        r = b - A @ x
+    return x, r, max(rtol * b_norm, atol), maxiter, precondition
 
 
 def cg(A: DistributedCSR, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
@@ -93,25 +117,10 @@ def cg(A: DistributedCSR, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: f
     >>> info, bool(np.linalg.norm(S @ x.allgather() - 1) < 1e-9)
     (0, True)
     """
-    if not isinstance(A, DistributedCSR):
-        raise TypeError(f"A must be a DistributedCSR, got {type(A).__name__}")
-    if A.shape[0] != A.shape[1]:
-        raise ValueError(f"cg needs a square matrix, got shape {A.shape}")
-    rtol = _validate.check_real_finite("rtol", rtol, minimum=0.0)
-    atol = _validate.check_real_finite("atol", atol, minimum=0.0)
-    maxiter = 10 * A.shape[0] if maxiter is None else _validate.check_int("maxiter", maxiter, minimum=1)
-    b = _as_vector("b", b, A)
-    precondition = _preconditioner(M, A)
-    b_norm = b.norm()
-    if b_norm == 0:
-        return b.copy(), 0
-    limit = max(rtol * b_norm, atol)
-    dtype = np.result_type(A.dtype, b.dtype)
-    if x0 is None:
-        x, r = b.zeros_like().astype(dtype), b.astype(dtype)
-    else:
-        x = _as_vector("x0", x0, A).astype(dtype)
-        r = b - A @ x
+    start = _start("cg", A, b, x0, rtol, atol, maxiter, M)
+    if start is None:
+        return _as_vector("b", b, A).copy(), 0
+    x, r, limit, maxiter, precondition = start
     p, rho_previous = None, None
     for _ in range(maxiter):
         if r.norm() <= limit:
@@ -127,6 +136,82 @@ def cg(A: DistributedCSR, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: f
         alpha = rho / p.dot(q)
         x.axpy(alpha, p)
         r.axpy(-alpha, q)
+        rho_previous = rho
+        if callback is not None:
+            callback(x)
+    return x, 0 if r.norm() <= limit else maxiter
+
+
+def bicgstab(A: DistributedCSR, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
+             maxiter: int | None = None, M: Any = None,
+             callback: Callable | None = None) -> tuple[DistributedVector, int]:
+    """BiCGSTAB for a general square distributed matrix, as ``scipy.sparse.linalg.bicgstab``
+    (collective; right preconditioning, SciPy's iteration and stopping test).
+
+    Parameters
+    ----------
+    A : DistributedCSR
+        Square.
+    b, x0, rtol, atol, maxiter, M, callback
+        As for :func:`cg`.
+
+    Returns
+    -------
+    x : DistributedVector
+        The solution, split by ``A``'s rows.
+    info : int
+        0 when converged; the iterations run when ``maxiter`` ran out; -10 on a breakdown
+        (``rho`` or ``omega`` exactly 0), as SciPy.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As for :func:`cg`.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from sparsegpu.distributed import DistributedCSR, world
+    >>> from sparsegpu.distributed.solvers import bicgstab
+    >>> S = sp.diags([-1.0, 3.0, -0.5], [-1, 0, 1], shape=(60, 60), format="csr")
+    >>> x, info = bicgstab(DistributedCSR.from_scipy(S, world(), backend="cpu"), np.ones(60), rtol=1e-10)
+    >>> info, bool(np.linalg.norm(S @ x.allgather() - 1) < 1e-9)
+    (0, True)
+    """
+    start = _start("bicgstab", A, b, x0, rtol, atol, maxiter, M)
+    if start is None:
+        return _as_vector("b", b, A).copy(), 0
+    x, r, limit, maxiter, precondition = start
+    shadow = r.copy()
+    p = v = None
+    rho_previous = alpha = omega = None
+    for iteration in range(maxiter):
+        if r.norm() <= limit:
+            return x, 0
+        rho = shadow.dot(r)
+        if rho == 0:
+            return x, -10
+        if p is None:
+            p = r.copy()
+        else:
+            if omega == 0:
+                return x, -10
+            p.axpy(-omega, v)
+            p.scale((rho / rho_previous) * (alpha / omega))
+            p += r
+        p_hat = precondition(p)
+        v = A @ p_hat
+        alpha = rho / shadow.dot(v)
+        s = r.copy().axpy(-alpha, v)
+        if s.norm() <= limit:
+            x.axpy(alpha, p_hat)
+            return x, 0
+        s_hat = precondition(s)
+        t = A @ s_hat
+        omega = t.dot(s) / t.dot(t)
+        x.axpy(alpha, p_hat)
+        x.axpy(omega, s_hat)
+        r = s.axpy(-omega, t)
         rho_previous = rho
         if callback is not None:
             callback(x)

@@ -1,4 +1,4 @@
-"""Distributed CG: converges to the tolerance within one iteration of the one-process solver,
+"""Distributed CG and BiCGSTAB: converge to the tolerance within one iteration of the one-process solver,
 the same decisions on every rank."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import scipy.sparse as sp
 import sparsegpu
 from sparsegpu import datasets
 from sparsegpu.distributed import DistributedCSR, DistributedVector
-from sparsegpu.distributed.solvers import cg
+from sparsegpu.distributed.solvers import bicgstab, cg
 from tests.distributed.conftest import check_all, raises_everywhere
 from tests.distributed.matrices import vector
 
@@ -66,3 +66,28 @@ def test_cg_x0_maxiter_zero_rhs_and_callable_preconditioner(comm, shared_rng):
     raises_everywhere(comm, TypeError, cg, A, b, M=3)
     raises_everywhere(comm, ValueError, cg, A, b, rtol=-1.0)
     raises_everywhere(comm, ValueError, cg, A, np.ones(299))
+
+
+def nonsymmetric(rng, n):
+    """A random diagonally dominant nonsymmetric matrix whose rows reach across the range."""
+    R = sp.random(n, n, density=6 / n, random_state=rng, format="csr")
+    return sp.csr_array(R + sp.diags(np.full(n, 3.0) + np.asarray(abs(R).sum(axis=1)).ravel()))
+
+
+@pytest.mark.parametrize("M", [None, "jacobi"])
+def test_bicgstab_matches_the_one_process_solver(comm, shared_rng, M):
+    S = nonsymmetric(shared_rng, 400)
+    b = vector(shared_rng, 400)
+    A = DistributedCSR.from_scipy(S if comm.Get_rank() == 0 else None, comm, backend="cpu")
+    (x, info), count = iterations(bicgstab, A, b, rtol=1e-10, M=M)
+    one = sparsegpu.from_scipy(S, backend="cpu")
+    one_M = None if M is None else sparsegpu.linalg.jacobi(one)
+    (_, info1), count1 = iterations(sparsegpu.linalg.bicgstab, one, b, rtol=1e-10, M=one_M)
+    check_all(comm, info == 0 and info1 == 0, "both converge")
+    check_all(comm, np.linalg.norm(S @ x.allgather() - b) <= 1.0001e-10 * np.linalg.norm(b), "to the tolerance")
+    check_all(comm, abs(count - count1) <= 1, f"iterations {count} vs one process {count1}")
+    again, _ = bicgstab(A, b, rtol=1e-10, M=M)
+    check_all(comm, np.array_equal(again.local, x.local), "a second run repeats bit for bit")
+    _, info2 = bicgstab(A, b, rtol=1e-14, maxiter=2)
+    check_all(comm, info2 == 2, "not converged in 2 iterations: info is the count")
+    raises_everywhere(comm, ValueError, bicgstab, A, np.ones(399))
