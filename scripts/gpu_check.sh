@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole GPU check in one command, on a machine with a CUDA GPU and CuPy:
 #   scripts/gpu_check.sh OUTDIR [STEP ...]      STEP: tests sanitizer bench targets transfer graphs
-#                                               analytics products asv
+#                                               analytics products distributed asv
 #                                               (default: all)
 # tests: the test suite with the GPU tests; sanitizer: compute-sanitizer memcheck and racecheck
 # over a small run of every kernel family; bench: the comparison command over all real matrices
@@ -10,12 +10,13 @@
 # SpMV on a 2.48 GB matrix; graphs: the csgraph functions against SciPy, a hand-written CuPy
 # baseline and GraphBLAS on the large graphs; analytics: PageRank, triangles, betweenness, k-core,
 # Louvain and Jaccard against NetworkX, GraphBLAS, SciPy and CuPy, and the NetworkX backend against
-# NetworkX; products: SpMM and SpGEMM against cupyx; asv: the asv suite, --quick.
+# NetworkX; products: SpMM and SpGEMM against cupyx; distributed: the distributed tests under
+# mpirun, one rank per GPU (two GPUs or more; skipped with one); asv: the asv suite, --quick.
 # Logs go to OUTDIR; a summary table is printed last. Exit status 1 if any step failed.
 set -u -o pipefail
 out=$(realpath -m "${1:?usage: scripts/gpu_check.sh OUTDIR [STEP ...]}")
 shift
-steps=${*:-tests sanitizer bench targets transfer graphs analytics products asv}
+steps=${*:-tests sanitizer bench targets transfer graphs analytics products distributed asv}
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
@@ -61,6 +62,12 @@ wants analytics && step analytics python3 -m sparsegpu.bench --no-spmv --analyti
     --out "$out/analytics"
 wants products && step products python3 -m sparsegpu.bench --spmm --spgemm --size large --formats csr,ell,sell \
     --out "$out/products"
+gpus=$(nvidia-smi --list-gpus 2>/dev/null | wc -l)
+if wants distributed && [ "$gpus" -ge 2 ]; then
+    export NCCL_NVLS_ENABLE=0  # NVLink multicast off
+    step distributed mpirun --allow-run-as-root -n "$gpus" -x NCCL_NVLS_ENABLE -x PYTHONPATH -x SPARSEGPU_MATRICES \
+        python3 -m pytest -q -p no:cacheprovider tests/distributed
+fi
 if wants asv; then
     export ASV_PYTHONPATH="$PYTHONPATH"
     asv_run() { cd asv_benchmarks && python3 -m asv machine --yes && python3 -m asv run -E existing:same --quick --show-stderr; }
