@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from sparsegpu.distributed._comm import SerialComm, world
 from sparsegpu.distributed.devices import local_rank, use_local_device
+from sparsegpu.distributed.graphs import breadth_first_levels, pagerank
 from sparsegpu.distributed.matrix import DistributedCSR
 from sparsegpu.distributed.partition import Partition, balanced_offsets
 from sparsegpu.distributed.solvers import bicgstab, cg
 from sparsegpu.distributed.vector import DistributedVector
 
-__all__ = ["DistributedCSR", "DistributedVector", "Partition", "SerialComm", "balanced_offsets", "bicgstab", "cg", "local_rank",
-           "use_local_device", "world"]
+__all__ = ["DistributedCSR", "DistributedVector", "Partition", "SerialComm", "balanced_offsets", "bicgstab", "breadth_first_levels", "cg", "local_rank",
+           "pagerank", "use_local_device", "world"]

@@ -384,6 +384,39 @@ class DistributedCSR:
     def __matmul__(self, x: Any) -> DistributedVector:
         return self.matvec(x)
 
+    def transpose(self, *, pattern: bool = False) -> DistributedCSR:
+        """A^T, its rows split as A's columns are (collective: every entry goes to the rank
+        owning its column); with ``pattern``, every stored entry becomes 1 (float64).
+
+        Examples
+        --------
+        >>> import numpy as np, scipy.sparse as sp
+        >>> from sparsegpu.distributed import DistributedCSR, world
+        >>> S = sp.random(30, 20, density=0.2, random_state=4, format="csr")
+        >>> T = DistributedCSR.from_scipy(S, world(), backend="cpu").transpose()
+        >>> T.shape, bool(np.array_equal((T @ np.ones(30)).allgather(), S.T @ np.ones(30)))
+        ((20, 30), True)
+        """
+        if self.permutation is not None:
+            raise ValueError("transpose() of a reordered matrix is not supported; build it with reorder=False")
+        rows = self._product.matrix.to_scipy()
+        columns = _construct.global_columns(rows, self.halo_plan.halo_columns, self.col_partition)
+        heads = np.repeat(np.arange(rows.shape[0], dtype=np.int64), np.diff(rows.indptr)) + self.row_partition.start
+        owner = self.col_partition.owners(columns)
+        order = np.argsort(owner, kind="stable")
+        counts = np.bincount(owner, minlength=self.row_partition.size)
+        cuts = np.concatenate([[0], np.cumsum(counts)])
+        outgoing = [(columns[order[a:b]], heads[order[a:b]], rows.data[order[a:b]]) for a, b in zip(cuts, cuts[1:])]
+        incoming = self.comm.alltoall(outgoing)  # from every rank, in rank order
+        start, local = self.col_partition.start, self.col_partition.local_size
+        cols, heads_in, values = (np.concatenate([piece[k] for piece in incoming]) for k in range(3))
+        dtype = np.float64 if _validate.check_bool("pattern", pattern) else self._dtype
+        values = np.ones(values.size) if pattern else values.astype(dtype)
+        mine = sp.csr_array((values, (cols - start, heads_in)), shape=(local, self.shape[0]))
+        mine.sum_duplicates()  # none: sorts each row's columns
+        return DistributedCSR.from_local_rows(mine, start, self.comm, shape=(self.shape[1], self.shape[0]),
+                                              backend=self._backend, dtype=dtype)
+
     def to_scipy(self, root: int = 0) -> sp.csr_array | None:
         """The whole matrix (in the stored, possibly reordered, numbering) on ``root`` as a
         scipy ``csr_array``, None elsewhere (collective)."""
