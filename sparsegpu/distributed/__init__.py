@@ -25,8 +25,8 @@ from sparsegpu.distributed.devices import local_rank, use_local_device
 from sparsegpu.distributed.graphs import breadth_first_levels, pagerank
 from sparsegpu.distributed.matrix import DistributedCSR
 from sparsegpu.distributed.partition import Partition, balanced_offsets
-from sparsegpu.distributed.solvers import bicgstab, cg
+from sparsegpu.distributed.solvers import bicgstab, block_jacobi, cg, gmres
 from sparsegpu.distributed.vector import DistributedVector
 
-__all__ = ["DistributedCSR", "DistributedVector", "Partition", "SerialComm", "balanced_offsets", "bicgstab", "breadth_first_levels", "cg", "local_rank",
+__all__ = ["DistributedCSR", "DistributedVector", "Partition", "SerialComm", "balanced_offsets", "bicgstab", "block_jacobi", "breadth_first_levels", "cg", "gmres", "local_rank",
            "pagerank", "use_local_device", "world"]

@@ -1,4 +1,4 @@
-"""Distributed CG and BiCGSTAB: converge to the tolerance within one iteration of the one-process solver,
+"""Distributed CG, BiCGSTAB and GMRES: converge to the tolerance within one iteration of the one-process solver,
 the same decisions on every rank."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import scipy.sparse as sp
 import sparsegpu
 from sparsegpu import datasets
 from sparsegpu.distributed import DistributedCSR, DistributedVector
-from sparsegpu.distributed.solvers import bicgstab, cg
+from sparsegpu.distributed.solvers import bicgstab, block_jacobi, cg, gmres
 from tests.distributed.conftest import check_all, raises_everywhere
 from tests.distributed.matrices import vector
 
@@ -91,3 +91,33 @@ def test_bicgstab_matches_the_one_process_solver(comm, shared_rng, M):
     _, info2 = bicgstab(A, b, rtol=1e-14, maxiter=2)
     check_all(comm, info2 == 2, "not converged in 2 iterations: info is the count")
     raises_everywhere(comm, ValueError, bicgstab, A, np.ones(399))
+
+
+@pytest.mark.parametrize("restart", [5, 30])
+def test_gmres_converges_and_repeats(comm, shared_rng, restart):
+    S = nonsymmetric(shared_rng, 400)
+    b = vector(shared_rng, 400)
+    A = DistributedCSR.from_scipy(S if comm.Get_rank() == 0 else None, comm, backend="cpu")
+    for M in (None, "jacobi", block_jacobi(A, 8)):
+        x, info = gmres(A, b, rtol=1e-10, restart=restart, M=M)
+        check_all(comm, info == 0, "converges")
+        check_all(comm, np.linalg.norm(S @ x.allgather() - b) <= 1.0001e-10 * np.linalg.norm(b), "to the tolerance")
+        again, _ = gmres(A, b, rtol=1e-10, restart=restart, M=M)
+        check_all(comm, np.array_equal(again.local, x.local), "a second run repeats bit for bit")
+    _, info = gmres(A, b, rtol=1e-15, restart=2, maxiter=1)
+    check_all(comm, info == 1, "one cycle, not converged: info is the cycles")
+    raises_everywhere(comm, ValueError, gmres, A, b, restart=0)
+
+
+def test_block_jacobi_blocks_stay_inside_ranks(comm, shared_rng):
+    S = spd(shared_rng, 300)
+    b = vector(shared_rng, 300)
+    A = DistributedCSR.from_scipy(S if comm.Get_rank() == 0 else None, comm, backend="cpu")
+    M = block_jacobi(A, 7)
+    r = DistributedVector.from_global(b, A.row_partition, backend="cpu")
+    local = sparsegpu.linalg.block_jacobi(A.local_block, 7) @ r.local if A.row_partition.local_size else r.local
+    check_all(comm, np.array_equal(M(r).local, local), "each rank applies its own blocks")
+    x, info = cg(A, b, rtol=1e-10, M=M)
+    check_all(comm, info == 0 and np.linalg.norm(S @ x.allgather() - b) <= 1.0001e-10 * np.linalg.norm(b),
+              "cg with block Jacobi converges")
+    raises_everywhere(comm, TypeError, block_jacobi, A, 2.5)
