@@ -133,9 +133,11 @@ __device__ __forceinline__ void grid_barrier(long long* control) {
     __syncthreads();
 }
 
-// Exclusive scan of one value per thread over the block; returns this thread's prefix, total in *total.
-template <class I>
-__device__ __forceinline__ long long block_exclusive_scan(long long x, long long* total, BfsShared<I>& sh) {
+// Exclusive scan of one value per thread over a block of WARPS warps (WARPS <= 32); returns this
+// thread's prefix, the total in *total. warp_total holds WARPS values of shared memory; a caller
+// scanning again first waits at a __syncthreads (the totals are read after the last barrier here).
+template <int WARPS>
+__device__ __forceinline__ long long block_scan(long long x, long long* total, long long* warp_total) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     long long inclusive = x;
 #pragma unroll
@@ -143,21 +145,26 @@ __device__ __forceinline__ long long block_exclusive_scan(long long x, long long
         const long long y = __shfl_up_sync(0xffffffffu, inclusive, d);
         if (lane >= d) inclusive += y;
     }
-    if (lane == 31) sh.warp_total[warp] = inclusive;
+    if (lane == 31) warp_total[warp] = inclusive;
     __syncthreads();
     if (warp == 0) {
-        long long t = lane < BFS_WARPS ? sh.warp_total[lane] : 0;
+        long long t = lane < WARPS ? warp_total[lane] : 0;
 #pragma unroll
         for (int d = 1; d < 32; d <<= 1) {
             const long long y = __shfl_up_sync(0xffffffffu, t, d);
             if (lane >= d) t += y;
         }
-        if (lane < BFS_WARPS) sh.warp_total[lane] = t;  // inclusive over warps
+        if (lane < WARPS) warp_total[lane] = t;  // inclusive over warps
     }
     __syncthreads();
-    const long long before = warp ? sh.warp_total[warp - 1] : 0;
-    *total = sh.warp_total[BFS_WARPS - 1];
+    const long long before = warp ? warp_total[warp - 1] : 0;
+    *total = warp_total[WARPS - 1];
     return before + inclusive - x;
+}
+
+template <class I>
+__device__ __forceinline__ long long block_exclusive_scan(long long x, long long* total, BfsShared<I>& sh) {
+    return block_scan<BFS_WARPS>(x, total, sh.warp_total);
 }
 
 // Block-wide append of the threads whose `take` is set; returns each one's slot (block-uniform call).
@@ -636,32 +643,13 @@ struct BfsSingleShared {
     unsigned long long huge;
 };
 
-// Exclusive scan of one value per thread over the 1024 threads; the total in *total.
+// Exclusive scan of one value per thread over the 1024 threads; the total in *total; ends at a
+// barrier, so the next scan may follow at once.
 template <class I>
 __device__ long long single_block_scan(long long x, long long* total, BfsSingleShared<I>& ss) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    long long inclusive = x;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        const long long y = __shfl_up_sync(0xffffffffu, inclusive, d);
-        if (lane >= d) inclusive += y;
-    }
-    if (lane == 31) ss.warp_total[warp] = inclusive;
-    __syncthreads();
-    if (warp == 0) {
-        long long t = ss.warp_total[lane];  // BFS_SINGLE_WARPS == 32
-#pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-            const long long y = __shfl_up_sync(0xffffffffu, t, d);
-            if (lane >= d) t += y;
-        }
-        ss.warp_total[lane] = t;
-    }
-    __syncthreads();
-    const long long before = warp ? ss.warp_total[warp - 1] : 0;
-    *total = ss.warp_total[BFS_SINGLE_WARPS - 1];
+    const long long prefix = block_scan<BFS_SINGLE_WARPS>(x, total, ss.warp_total);
     __syncthreads();  // warp_total is reused by the next scan
-    return before + inclusive - x;
+    return prefix;
 }
 
 // The frontier of `level`, nf <= BFS_SINGLE_FRONTIER vertices in the global queue, into `q`.
