@@ -6,30 +6,20 @@ arrays, and repeated to check bitwise reproducibility.
 
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 import sparsegpu
-from sparsegpu import datasets
 from tests.conftest import REAL_MATRICES, poisoned, requires_matrices, to_numpy, xp_for
+from tests.formats.helpers import TOLERANCE, random_values, real
 
 FORMATS = ["coo", "csr", "csc"]
-TOLERANCE = {np.float32: 1e-5, np.float64: 1e-12, np.complex64: 1e-5, np.complex128: 1e-12}
-
-
-@functools.cache
-def real(name: str) -> sp.csr_array:
-    return datasets.load_matrix(name)
 
 
 def random_vector(rng, n, dtype):
-    x = rng.standard_normal(n)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(n)
-    return x.astype(dtype)
+    return random_values(rng, n, dtype)
 
 
 def assert_close(got, want, S, x, dtype, what=""):

@@ -4,7 +4,6 @@ both and run to run bitwise (gpu)."""
 
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 import pytest
@@ -15,27 +14,15 @@ from sparsegpu import datasets
 from sparsegpu.formats import _spmm_device
 from sparsegpu.reference import spmm as ref
 from tests.conftest import REAL_MATRICES, poisoned, requires_matrices, to_numpy, xp_for
+from tests.formats.helpers import TOLERANCE, random_values, real
 
 FORMATS = [("csr", {}), ("csc", {}), ("coo", {}), ("ell", {"max_fill": None}), ("hyb", {}), ("jds", {}),
            ("sell", {}), ("sell", {"C": 4, "sigma": 1, "split": 0, "hot": 0}), ("sell", {"C": 8, "split": 2, "hot": 2})]
 FORMAT_IDS = [f"{f}-{'-'.join(f'{k}={v}' for k, v in p.items()) or 'default'}" for f, p in FORMATS]
-TOLERANCE = {np.float32: 1e-5, np.float64: 1e-12, np.complex64: 1e-5, np.complex128: 1e-12}
 VALUE_DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 #: Column counts reaching every kernel shape: one lane per row up to 32 lanes of 4 chunks, wider
 #: panels, odd k (no vector loads), k past a column tile.
 KS = [1, 2, 3, 4, 5, 8, 16, 17, 32, 63, 64, 65, 128, 200, 257, 300]
-
-
-@functools.cache
-def real(name: str) -> sp.csr_array:
-    return datasets.load_matrix(name)
-
-
-def random_values(rng, shape, dtype):
-    values = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        values = values + 1j * rng.standard_normal(shape)
-    return values.astype(dtype)
 
 
 def random_sparse(rng, m, n, density, dtype=np.float64):
