@@ -7,12 +7,14 @@ text with headers inlined, :func:`sparsegpu._kernels.module_source`) with the op
 NVRTC, then one line per expression that takes its address, which instantiates it (as CI's
 units do). Entries are found in the cubin's ELF symbol table and demangled through the C++
 runtime's ``__cxa_demangle``; every expression the library launches must be found, else the
-build fails. Used by ``scripts/build_kernels.py`` and ``setup.py``; importing :mod:`sparsegpu`
-first registers every kernel file.
+build fails. Run as ``python -m sparsegpu._aot OUTDIR --arch sm_90`` (which imports the package
+first, registering every kernel file), or through ``scripts/build_kernels.py``; ``setup.py`` runs
+it when a wheel is built.
 """
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import ctypes.util
 import json
@@ -21,7 +23,9 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -168,15 +172,48 @@ def cubin_entries(cubin: bytes) -> list[str]:
     return names
 
 
+def template_parts(expression: str) -> tuple[str, tuple[str, ...]]:
+    """A normalised expression's template name and its top-level template arguments.
+
+    >>> template_parts("f<sg::Sum<int>,true,4>")
+    ('f', ('sg::Sum<int>', 'true', '4'))
+    """
+    if not expression.endswith(">") or "<" not in expression:
+        return expression, ()
+    name, inside = expression[: expression.index("<")], expression[expression.index("<") + 1 : -1]
+    arguments, depth, start = [], 0, 0
+    for position, char in enumerate(inside):
+        depth += {"<": 1, "(": 1, ">": -1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            arguments.append(inside[start:position])
+            start = position + 1
+    return name, (*arguments, inside[start:])
+
+
 def map_entries(expressions: Iterable[str], mangled_names: Iterable[str]) -> dict[str, str]:
-    """Each expression's mangled name. KernelBuildError names any expression not found."""
-    by_name = {normalise(template_name(demangle(m))): m for m in mangled_names}
-    found = {e: by_name.get(normalise(e)) for e in expressions}
-    missing = [e for e, m in found.items() if m is None]
-    if missing:
-        raise KernelBuildError(f"{len(missing)} expressions have no entry in the cubin, e.g. {missing[:3]}; "
-                               f"entries found: {sorted(by_name)[:5]}")
-    return {e: m for e, m in found.items() if m is not None}
+    """Each expression's mangled name. An entry spells every template argument, an expression
+    may leave trailing defaulted ones out: an expression takes the entry it names exactly, else
+    the one entry its arguments begin (entries other expressions name exactly set aside).
+    KernelBuildError names any expression without exactly one entry."""
+    entries = {template_parts(normalise(template_name(demangle(m)))): m for m in mangled_names}
+    wanted = {e: template_parts(normalise(e)) for e in expressions}
+    exact = {parts for parts in wanted.values() if parts in entries}
+    found, unresolved = {}, []
+    for expression, (name, arguments) in wanted.items():
+        if (name, arguments) in entries:
+            found[expression] = entries[name, arguments]
+            continue
+        longer = [p for p in entries if p[0] == name and p[1][: len(arguments)] == arguments]
+        if len(longer) > 1:
+            longer = [p for p in longer if p not in exact]
+        if len(longer) == 1:
+            found[expression] = entries[longer[0]]
+        else:
+            unresolved.append(f"{expression} ({len(longer)} candidate entries)")
+    if unresolved:
+        raise KernelBuildError(f"{len(unresolved)} expressions have no single entry in the cubin, e.g. "
+                               f"{unresolved[:3]}; entries: {sorted(map(str, entries))[:4]}")
+    return found
 
 
 # --------------------------------------------------------------------------- building
@@ -238,6 +275,8 @@ def build(
     """Build every registered module's cubins for ``archs`` into ``out_dir`` and write its
     manifest; returns the manifest. ``files``: only these kernel files (``["spmv_csr.cu"]``).
     Raises KernelBuildError when nvcc is missing or fails, or an expression has no entry."""
+    if not KernelFile.registry:
+        raise KernelBuildError("no kernel file is registered: import sparsegpu first")
     compiler = find_nvcc(nvcc)
     if compiler is None:
         raise KernelBuildError("nvcc not found (looked on PATH, in $CUDA_HOME and $CUDA_PATH)")
@@ -266,3 +305,31 @@ def build(
         record["cubins"][arch] = module.cubin_name(arch)
     (out_dir / AOT_MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line: ``python -m sparsegpu._aot OUTDIR [--arch SM ...] [--files F.cu ...]``."""
+    parser = argparse.ArgumentParser(prog="build_kernels", description="Compile sparsegpu's kernels ahead of time.")
+    parser.add_argument("out_dir", type=Path, help="folder for the cubins and manifest.json")
+    parser.add_argument("--arch", action="append", dest="archs", metavar="SM",
+                        help=f"a GPU architecture, repeatable (default: {' '.join(DEFAULT_ARCHS)})")
+    parser.add_argument("--files", nargs="+", metavar="FILE.cu", help="only these kernel files")
+    parser.add_argument("--jobs", type=int, default=None, help="nvcc processes at once (default: CPU count)")
+    parser.add_argument("--nvcc", default=None, help="the nvcc to use (default: on PATH or in $CUDA_HOME)")
+    args = parser.parse_args(argv)
+    archs = [a for spec in args.archs or DEFAULT_ARCHS for a in spec.replace(",", " ").split()]
+    started = time.perf_counter()
+    manifest = build(args.out_dir, archs, files=args.files, jobs=args.jobs, nvcc=args.nvcc)
+    seconds = time.perf_counter() - started
+    for arch in archs:
+        names = [record["cubins"][arch] for record in manifest["modules"].values()]
+        size = sum((args.out_dir / name).stat().st_size for name in names)
+        print(f"{arch}: {len(names)} cubins, {size / 2**20:.1f} MiB")
+    entries = sum(len(record["entries"]) for record in manifest["modules"].values())
+    print(f"built {entries} kernels x {len(archs)} archs with nvcc {manifest['nvcc']} in {seconds:.0f} s "
+          f"into {args.out_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
