@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -271,10 +271,11 @@ def build(
     files: Iterable[str] | None = None,
     jobs: int | None = None,
     nvcc: str | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> dict:
     """Build every registered module's cubins for ``archs`` into ``out_dir`` and write its
-    manifest; returns the manifest. ``files``: only these kernel files (``["spmv_csr.cu"]``).
-    Raises KernelBuildError when nvcc is missing or fails, or an expression has no entry."""
+    manifest; returns the manifest. ``files``: only these kernel files (``["spmv_csr.cu"]``);
+    ``log``: called with a line per cubin built (its name and seconds). Raises KernelBuildError when nvcc is missing or fails, or an expression has no entry."""
     if not KernelFile.registry:
         raise KernelBuildError("no kernel file is registered: import sparsegpu first")
     compiler = find_nvcc(nvcc)
@@ -285,8 +286,16 @@ def build(
         raise KernelBuildError(f"archs: this nvcc cannot build {unknown}")
     out_dir.mkdir(parents=True, exist_ok=True)
     todo = [(module, arch) for module in modules(files=files) for arch in archs]
+
+    def run(job: tuple[Module, str]) -> dict[str, str]:
+        started = time.perf_counter()
+        entries = compile_cubin(compiler, *job, out_dir)
+        if log is not None:
+            log(f"{job[0].cubin_name(job[1])} {time.perf_counter() - started:.1f} s")
+        return entries
+
     with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
-        results = list(pool.map(lambda job: compile_cubin(compiler, *job, out_dir), todo))
+        results = list(pool.map(run, todo))
     version = nvcc_version(compiler)
     manifest: dict = {
         "format": 1,
@@ -316,10 +325,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--files", nargs="+", metavar="FILE.cu", help="only these kernel files")
     parser.add_argument("--jobs", type=int, default=None, help="nvcc processes at once (default: CPU count)")
     parser.add_argument("--nvcc", default=None, help="the nvcc to use (default: on PATH or in $CUDA_HOME)")
+    parser.add_argument("--verbose", action="store_true", help="print each cubin and its compile time")
     args = parser.parse_args(argv)
     archs = [a for spec in args.archs or DEFAULT_ARCHS for a in spec.replace(",", " ").split()]
     started = time.perf_counter()
-    manifest = build(args.out_dir, archs, files=args.files, jobs=args.jobs, nvcc=args.nvcc)
+    manifest = build(args.out_dir, archs, files=args.files, jobs=args.jobs, nvcc=args.nvcc,
+                     log=(lambda line: print(line, flush=True)) if args.verbose else None)
     seconds = time.perf_counter() - started
     for arch in archs:
         names = [record["cubins"][arch] for record in manifest["modules"].values()]
