@@ -329,8 +329,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     archs = [a for spec in args.archs or DEFAULT_ARCHS for a in spec.replace(",", " ").split()]
     started = time.perf_counter()
-    manifest = build(args.out_dir, archs, files=args.files, jobs=args.jobs, nvcc=args.nvcc,
-                     log=(lambda line: print(line, flush=True)) if args.verbose else None)
+    try:
+        manifest = build(args.out_dir, archs, files=args.files, jobs=args.jobs, nvcc=args.nvcc,
+                         log=(lambda line: print(line, flush=True)) if args.verbose else None)
+    except (KernelBuildError, ValueError) as exc:
+        print(f"build_kernels: {exc}", file=sys.stderr)
+        return 1
     seconds = time.perf_counter() - started
     for arch in archs:
         names = [record["cubins"][arch] for record in manifest["modules"].values()]
