@@ -294,7 +294,8 @@ def test_gpu_every_registered_kernel_loads_from_the_cubins(gpu_loader):
         for value in kernels.value_dtypes:
             for index in kernels.index_dtypes:
                 module, mangled = _kernels._module(kernels, value, index, device)
-                assert module.file_path is not None and module.code is None, (kernels, value, index)
+                assert module.file_path is not None and module.code is None, (
+                    f"{kernels} at {value}, {index} compiled with NVRTC: rebuild the cubins (scripts/build_kernels.py)")
                 for expression in kernels.expressions:
                     function = kernels.function(expression, value, index)
                     assert function.kernel.ptr != 0 and function.name == mangled[
@@ -327,5 +328,5 @@ def test_gpu_the_cubin_and_the_nvrtc_build_give_the_same_bits(gpu_loader, monkey
     loads.clear()
     from_nvrtc = product()
     assert not loads
-    np.testing.assert_allclose(from_cubin, S @ cupy.asnumpy(x), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(from_cubin, S @ cupy.asnumpy(x), rtol=1e-12, atol=1e-10)
     assert from_cubin.tobytes() == from_nvrtc.tobytes()
