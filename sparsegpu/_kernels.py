@@ -10,6 +10,14 @@ about RawModule.
 Local headers (``#include "common.cuh"``) are inlined here rather than left to NVRTC, so the
 source CuPy hashes for its on-disk cache contains them: editing a header recompiles.
 
+Kernels compiled ahead of time: a wheel built where nvcc is present ships ``sparsegpu/_cubins/``
+(built by :mod:`sparsegpu._aot`), one cubin per kernel file, type pair and GPU architecture, and
+a manifest giving each expression's mangled name. A registered file's module loads from the
+cubin built for the device's architecture (or an older one of the same major version, which
+runs there), when the manifest lists the exact source the file has now; otherwise, and always
+for kernels made from user code or with ``SPARSEGPU_AOT=0``, NVRTC compiles it (CuPy keeps
+that on disk, so only a process's first use of a file waits for it).
+
 :func:`emit_instantiation_units` writes one translation unit per kernel file that instantiates
 every expression for every declared type pair, so CI compiles exactly what the library launches
 with ``nvcc -arch=sm_90`` on a machine without a GPU (see ``.ci/run``).
@@ -19,6 +27,9 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import hashlib
+import json
+import os
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -41,6 +52,8 @@ VALUE_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64,
 INDEX_DTYPES = tuple(np.dtype(t) for t in (np.int32, np.int64))
 
 NVRTC_OPTIONS = ("--std=c++17",)
+AOT_DIR = Path(__file__).resolve().parent / "_cubins"
+AOT_MANIFEST = "manifest.json"
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
 
 
@@ -126,6 +139,7 @@ class KernelFile:
         self.expressions = tuple(expressions)
         self.value_dtypes = tuple(np.dtype(t) for t in value_dtypes)
         self.index_dtypes = tuple(np.dtype(t) for t in index_dtypes)
+        self.registered = register
         if register:
             KernelFile.registry.append(self)
 
@@ -149,8 +163,99 @@ class KernelFile:
 _compile_lock = threading.Lock()
 
 
+def module_source(kernels: KernelFile) -> str:
+    """The exact source a kernel file compiles from: its prefix, then its text with headers inlined."""
+    return kernels.prefix + read_source(kernels.filename)
+
+
+def aot_key(filename: str, source: str, value: np.dtype, index: np.dtype) -> str:
+    """The manifest's key for a module: file, types and a digest of the source (so a cubin built
+    from other source is never found)."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+    return f"{filename}:{value.name}:{index.name}:{digest}"
+
+
 @functools.cache
-def _module(kernels: KernelFile, value: np.dtype, index: np.dtype, device: int) -> Any:
+def aot_manifest(folder: Path) -> dict[str, Any] | None:
+    """The manifest of the cubins in ``folder`` (None where there is none or it is unreadable)."""
+    try:
+        manifest = json.loads((folder / AOT_MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return manifest if isinstance(manifest, dict) and isinstance(manifest.get("modules"), dict) else None
+
+
+def pick_arch(available: Iterable[str], capability: int) -> str | None:
+    """The cubin architecture to load on a device of ``capability`` (``90`` for 9.0): its own,
+    else the newest of the same major version below it (a cubin runs on later minor versions of
+    its major one), else None.
+
+    >>> pick_arch(["sm_80", "sm_90"], 86), pick_arch(["sm_80", "sm_90"], 90), pick_arch(["sm_90"], 100)
+    ('sm_80', 'sm_90', None)
+    """
+    major, minor = divmod(int(capability), 10)
+    best: tuple[int, str] | None = None
+    for arch in available:
+        number = arch.removeprefix("sm_")
+        if not number.isdigit():
+            continue  # arch-specific builds (sm_90a) run only on their own device: not picked
+        arch_major, arch_minor = divmod(int(number), 10)
+        if arch_major == major and arch_minor <= minor and (best is None or arch_minor > best[0]):
+            best = (arch_minor, arch)
+    return None if best is None else best[1]
+
+
+def aot_enabled() -> bool:
+    """Whether registered kernels may load from shipped cubins (``SPARSEGPU_AOT=0`` turns it off)."""
+    return os.environ.get("SPARSEGPU_AOT", "1").strip() not in ("0", "false", "no", "off")
+
+
+def aot_cubin(
+    kernels: KernelFile, value: np.dtype, index: np.dtype, capability: int, driver_version: int
+) -> tuple[Path, dict[str, str]] | None:
+    """The shipped cubin for this module on a device of ``capability`` under a driver of
+    ``driver_version`` (``13000`` for CUDA 13.0), and its expressions' mangled names; None when
+    NVRTC must compile it instead."""
+    if not kernels.registered or not aot_enabled():
+        return None
+    manifest = aot_manifest(AOT_DIR)
+    if manifest is None or driver_version < 1000 * int(manifest.get("cuda_major", 0)):
+        return None  # a cubin needs a driver of at least the major version that built it
+    entry = manifest["modules"].get(aot_key(kernels.filename, module_source(kernels), value, index))
+    if entry is None:
+        return None
+    arch = pick_arch(entry["cubins"], capability)
+    if arch is None or not (AOT_DIR / entry["cubins"][arch]).is_file():
+        return None
+    names = {_substitute(e, value, index) for e in kernels.expressions}
+    if not names <= entry["entries"].keys():
+        return None
+    return AOT_DIR / entry["cubins"][arch], entry["entries"]
+
+
+def _device_versions(device: int) -> tuple[int, int]:
+    """The device's compute capability (``90``) and the driver's CUDA version (``13000``)."""
+    import cupy
+
+    return int(cupy.cuda.Device(device).compute_capability), int(cupy.cuda.runtime.driverGetVersion())
+
+
+def _load_cubin(path: Path) -> Any:
+    """``path`` loaded as a module, or None where the driver refuses it (NVRTC then compiles)."""
+    import cupy
+
+    module = cupy.RawModule(path=str(path))
+    try:
+        module.compile()  # loads the file now, so a refusal falls back here rather than at launch
+    except (cupy.cuda.driver.CUDADriverError, OSError):
+        return None
+    return module
+
+
+@functools.cache
+def _module(kernels: KernelFile, value: np.dtype, index: np.dtype, device: int) -> tuple[Any, dict[str, str]]:
+    """The loaded module and, for a cubin, each expression's mangled name (empty for NVRTC,
+    whose module maps expressions itself)."""
     import cupy
 
     if value not in kernels.value_dtypes or index not in kernels.index_dtypes:
@@ -159,12 +264,13 @@ def _module(kernels: KernelFile, value: np.dtype, index: np.dtype, device: int) 
             f"it supports {[str(d) for d in kernels.value_dtypes]} x "
             f"{[str(d) for d in kernels.index_dtypes]}"
         )
+    found = aot_cubin(kernels, value, index, *_device_versions(device)) if kernels.registered else None
+    if found is not None:
+        module = _load_cubin(found[0])
+        if module is not None:
+            return module, found[1]
     names = sorted({_substitute(e, value, index) for e in kernels.expressions})
-    module = cupy.RawModule(
-        code=kernels.prefix + read_source(kernels.filename),
-        options=NVRTC_OPTIONS,
-        name_expressions=names,
-    )
+    module = cupy.RawModule(code=module_source(kernels), options=NVRTC_OPTIONS, name_expressions=names)
     try:
         module.compile()
     except cupy.cuda.compiler.CompileException as exc:
@@ -172,7 +278,7 @@ def _module(kernels: KernelFile, value: np.dtype, index: np.dtype, device: int) 
             f"compiling kernels/{kernels.filename} (V={CTYPES[value]}, I={CTYPES[index]}) failed; "
             f"the log names file and line:\n{exc.get_message() if hasattr(exc, 'get_message') else exc}"
         ) from None
-    return module
+    return module, {}
 
 
 @functools.cache
@@ -181,8 +287,9 @@ def _function(kernels: KernelFile, expression: str, value: np.dtype, index: np.d
 
     device = cupy.cuda.runtime.getDevice()
     with _compile_lock:
-        module = _module(kernels, value, index, device)
-    return module.get_function(_substitute(expression, value, index))
+        module, mangled = _module(kernels, value, index, device)
+    name = _substitute(expression, value, index)
+    return module.get_function(mangled.get(name, name))
 
 
 # --------------------------------------------------------------------------- launch helpers
