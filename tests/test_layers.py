@@ -18,6 +18,7 @@ LAYERS = [
     {"_backend", "reference", "datasets", "_streamcopy", "semiring"},
     {"_validate"},
     {"_kernels"},
+    {"_aot"},
     {"primitives"},
     {"convert"},
     {"formats"},
