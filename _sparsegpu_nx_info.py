@@ -19,7 +19,7 @@ BACKEND_NAME = "sparsegpu"
 FUNCTION_NAMES = (
     "bfs_edges", "bfs_layers", "bfs_tree", "betweenness_centrality", "connected_components", "core_number",
     "descendants_at_distance", "eigenvector_centrality", "is_connected", "jaccard_coefficient", "katz_centrality",
-    "louvain_communities", "number_connected_components", "pagerank", "shortest_path_length",
+    "louvain_communities", "minimum_spanning_tree", "number_connected_components", "pagerank", "shortest_path_length",
     "single_source_dijkstra_path_length", "single_source_shortest_path_length", "strongly_connected_components",
     "triangles",
 )

@@ -11,6 +11,7 @@ each edge both ways (a self loop once), as NetworkX's adjacency does.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator
+import weakref
 from itertools import chain
 from operator import methodcaller
 from typing import Any
@@ -69,6 +70,9 @@ class SparseGraph:
         self.backend = default_backend() if backend is None else backend
         self.__networkx_cache__: dict = {}
         self._matrices: dict[tuple[str | None, bool], Any] = {}
+        #: A weak reference to the NetworkX graph converted (None when built otherwise), for
+        #: results NetworkX returns with the graph's own attributes (minimum_spanning_tree).
+        self.source: Any = None
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -248,8 +252,10 @@ def from_networkx(G: Any, edge_attrs: dict | None = None, preserve_edge_attrs: b
         if integers:
             integral.add(name)
     graph_attrs = dict(G.graph) if preserve_graph_attrs else None
-    return SparseGraph(nodes, indptr, indices if order is None else indices[order], weights,
-                       directed=G.is_directed(), integral=integral, graph_attrs=graph_attrs, backend=backend)
+    graph = SparseGraph(nodes, indptr, indices if order is None else indices[order], weights,
+                        directed=G.is_directed(), integral=integral, graph_attrs=graph_attrs, backend=backend)
+    graph.source = weakref.ref(G)
+    return graph
 
 
 def to_networkx(graph: SparseGraph) -> Any:

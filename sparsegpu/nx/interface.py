@@ -14,7 +14,7 @@ from typing import Any
 
 from _sparsegpu_nx_info import FUNCTION_NAMES, get_info  # noqa: F401  (re-exported)
 from sparsegpu._backend import backend as default_backend
-from sparsegpu.nx import analytics, traversal
+from sparsegpu.nx import analytics, spanning, traversal
 from sparsegpu.nx.graph import SparseGraph, from_networkx, to_networkx
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
@@ -26,6 +26,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
                      "strongly_connected_components", "bfs_edges", "bfs_tree", "bfs_layers",
                      "descendants_at_distance", "single_source_shortest_path_length",
                      "single_source_dijkstra_path_length", "shortest_path_length")),
+        (spanning, ("minimum_spanning_tree",)),
     )
     for name in names
 }
@@ -36,10 +37,10 @@ MIN_EDGES = 1000
 # (NetworkX's own pagerank rebuilds a SciPy matrix on every call; linear-time searches cost
 # about what converting does).
 CPU_FASTER = {"pagerank", "katz_centrality", "eigenvector_centrality", "betweenness_centrality", "triangles",
-              "louvain_communities", "core_number"}
+              "louvain_communities", "core_number", "minimum_spanning_tree"}
 DIRECTED_ONLY = {"strongly_connected_components"}
 UNDIRECTED_ONLY = {"connected_components", "number_connected_components", "is_connected", "triangles",
-                   "jaccard_coefficient"}
+                   "jaccard_coefficient", "minimum_spanning_tree"}
 
 
 def _bound(name: str, args: tuple, kwargs: dict) -> dict[str, Any]:

@@ -323,7 +323,8 @@ def test_can_run_and_should_run_answer_with_reasons():
     assert isinstance(can("jaccard_coefficient", (small,), {}), str)
     assert can("jaccard_coefficient", (small, [(0, 1)]), {}) is True
     assert isinstance(can("bfs_edges", (small, 0), {"sort_neighbors": sorted}), str)
-    assert isinstance(can("minimum_spanning_tree", (small,), {}), str)
+    assert can("minimum_spanning_tree", (small,), {}) is True
+    assert isinstance(can("minimum_spanning_tree", (nx.DiGraph(small),), {}), str)
     assert "fewer than" in should("betweenness_centrality", (small,), {})
     assert should("betweenness_centrality", (big,), {}) is True
     cpu_answer = should("connected_components", (big,), {})
@@ -409,7 +410,7 @@ NETWORKX_SUITE = [f"networkx.algorithms.{m}" for m in (
     "traversal.tests.test_bfs", "shortest_paths.tests.test_unweighted", "shortest_paths.tests.test_weighted",
     "tests.test_cluster", "tests.test_core", "centrality.tests.test_betweenness_centrality",
     "community.tests.test_louvain", "tests.test_link_prediction", "centrality.tests.test_katz_centrality",
-    "centrality.tests.test_eigenvector_centrality", "shortest_paths.tests.test_generic")]
+    "centrality.tests.test_eigenvector_centrality", "shortest_paths.tests.test_generic", "tree.tests.test_mst")]
 #: The failures docs/networkx.md lists and explains (NetworkX's exact Louvain sets, SCC order).
 KNOWN_FAILURES = ("test_condensation_mapping_and_members", "test_karate_club_partition", "test_undirected_selfloops",
                   "test_directed_partition", "test_none_weight_param", "test_max_level",
@@ -485,3 +486,22 @@ def test_backend_info_lists_the_dispatched_functions_without_importing_sparsegpu
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[2]).stdout
     assert out.strip() == "False"
+
+
+def test_minimum_spanning_tree_keeps_attributes_and_weight(backend):
+    G = nx.random_regular_graph(4, 300, seed=3)
+    for k, (u, v) in enumerate(G.edges):
+        G[u][v]["weight"] = float((u * 7 + v * 13) % 41) + k * 1e-6  # distinct: one minimum forest
+        G[u][v]["label"] = f"{u}-{v}"
+    G.add_node("lonely", color="red")
+    G.graph["name"] = "g"
+    T = backend_interface.minimum_spanning_tree(convert(G, "weight", backend=backend))
+    want = nx.minimum_spanning_tree(G)
+    assert type(T) is nx.Graph and T.graph == {"name": "g"} and T.nodes["lonely"] == {"color": "red"}
+    assert sorted(map(sorted, T.edges())) == sorted(map(sorted, want.edges()))
+    assert all(T[u][v] == G[u][v] for u, v in T.edges())
+    G[0][next(iter(G[0]))]["weight"] = math.nan
+    with pytest.raises(ValueError, match="NaN found"):
+        backend_interface.minimum_spanning_tree(convert(G, "weight", backend=backend))
+    forest = backend_interface.minimum_spanning_tree(convert(G, "weight", backend=backend), ignore_nan=True)
+    assert nx.is_forest(forest) and forest.number_of_edges() == want.number_of_edges()
