@@ -265,14 +265,17 @@ def test_louvain_gives_a_partition_as_good_as_networkx(graphs, rng, backend):
     for name, G in graphs.items():
         weight = weight_of(G)
         S = convert(G, weight, backend=backend)
-        seed = int(rng.integers(2**31))
-        ours = backend_interface.louvain_communities(S, weight=weight, seed=seed)
-        assert type(ours) is list and all(type(c) is set for c in ours)
-        assert sorted(map(str, set().union(*ours))) == sorted(map(str, G)) and sum(map(len, ours)) == len(G)
-        theirs = nx.community.louvain_communities(G, weight=weight, seed=seed)
-        q_ours = nx.community.modularity(G, ours, weight=weight)
-        q_theirs = nx.community.modularity(G, theirs, weight=weight)
-        assert q_ours >= q_theirs - 0.05 * abs(q_theirs) - 1e-9, (name, q_ours, q_theirs)
+        # One seed of either side spreads by several percent on small graphs: compare means.
+        q_ours, q_theirs = [], []
+        for seed in rng.integers(2**31, size=4).tolist():
+            ours = backend_interface.louvain_communities(S, weight=weight, seed=seed)
+            assert type(ours) is list and all(type(c) is set for c in ours)
+            assert sorted(map(str, set().union(*ours))) == sorted(map(str, G)) and sum(map(len, ours)) == len(G)
+            theirs = nx.community.louvain_communities(G, weight=weight, seed=seed)
+            q_ours.append(nx.community.modularity(G, ours, weight=weight))
+            q_theirs.append(nx.community.modularity(G, theirs, weight=weight))
+        mean_ours, mean_theirs = sum(q_ours) / 4, sum(q_theirs) / 4
+        assert mean_ours >= mean_theirs - 0.03 * abs(mean_theirs) - 1e-9, (name, q_ours, q_theirs)
 
 
 def test_jaccard_matches_networkx(graphs, rng, backend):
