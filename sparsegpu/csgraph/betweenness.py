@@ -203,11 +203,15 @@ def _batch_size(n: int, backend: str, count: int) -> int:
 def _structure(graph: Graph) -> Any:
     """The graph's pattern as a matrix of ones: a SciPy CSR on the CPU, a sparsegpu CSR on the
     GPU (whose products with a block of vectors sum each entry in a fixed order: the same bits
-    on every run)."""
-    ones = graph.xp.ones(graph.nnz, dtype=np.float64)
-    if graph.backend == "gpu":
-        return CSR((ones, graph.indices, graph.indptr), (graph.n, graph.n), backend="gpu", check=False)
-    return sp.csr_array((ones, graph.indices, graph.indptr), shape=(graph.n, graph.n))
+    on every run). Built once per graph and kept with it, with the product's launch plan."""
+    if "betweenness_structure" not in graph._cache:
+        ones = graph.xp.ones(graph.nnz, dtype=np.float64)
+        if graph.backend == "gpu":
+            S = CSR((ones, graph.indices, graph.indptr), (graph.n, graph.n), backend="gpu", check=False)
+        else:
+            S = sp.csr_array((ones, graph.indices, graph.indptr), shape=(graph.n, graph.n))
+        graph._cache["betweenness_structure"] = S
+    return graph._cache["betweenness_structure"]
 
 
 def _unweighted_betweenness(graph: Graph, sources: np.ndarray, endpoints: bool) -> Any:

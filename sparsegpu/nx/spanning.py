@@ -52,15 +52,17 @@ def minimum_spanning_tree(G: SparseGraph, weight: str = "weight", algorithm: str
     """
     if algorithm not in ("kruskal", "prim", "boruvka"):
         raise ValueError(f"{algorithm} is not a valid choice for an algorithm.")
-    S = G.scipy(weight if weight in G.weights else None)
-    nan = np.isnan(S.data)
+    name = weight if weight in G.weights else None
+    nan = np.isnan(G.weights[name]) if name is not None else np.zeros(0, dtype=bool)
     if nan.any():
         if not ignore_nan:
             u, v = _endpoints(G, int(np.flatnonzero(nan)[0]))
             raise ValueError(f"NaN found as an edge weight. Edge {(u, v)}")
-        S = S.copy()
+        S = G.scipy(name).copy()
         S.data[nan] = np.inf  # never chosen, then dropped below
-    forest = csgraph_minimum_spanning_tree(S, backend=G.backend)
+        forest = csgraph_minimum_spanning_tree(S, backend=G.backend)
+    else:  # the graph's cached matrix: no upload on a later call
+        forest = csgraph_minimum_spanning_tree(G.matrix(name))
     forest = (forest.to_scipy() if hasattr(forest, "to_scipy") else forest).tocoo()
     keep = np.isfinite(forest.data)
     rows, cols = to_host(forest.row[keep]).tolist(), to_host(forest.col[keep]).tolist()
