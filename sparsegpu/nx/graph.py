@@ -166,9 +166,10 @@ def _neighbour_indices(adj: dict, nodes: list, nnz: int) -> np.ndarray:
     return np.fromiter(map(index.__getitem__, heads), np.int64, count=nnz)
 
 
-def _attribute_values(adj: dict, name: str, default: Any, nnz: int) -> tuple[np.ndarray, bool]:
-    """(``name``'s value on every edge as float64, whether all were integers) in adjacency order."""
-    if not any(_edge_data(adj)):  # no edge has any attribute: every value is the default
+def _attribute_values(adj: dict, name: str, default: Any, nnz: int, bare: bool) -> tuple[np.ndarray, bool]:
+    """(``name``'s value on every edge as float64, whether all were integers) in adjacency order;
+    ``bare``: no edge has any attribute."""
+    if bare:  # every value is the default
         return np.full(nnz, default, dtype=np.float64), _is_integer(default)
     values = map(methodcaller("get", name, default), _edge_data(adj))
     try:
@@ -246,8 +247,10 @@ def from_networkx(G: Any, edge_attrs: dict | None = None, preserve_edge_attrs: b
     indices = _neighbour_indices(adj, nodes, nnz)
     order = _row_sort_order(indptr, indices)
     weights, integral = {}, set()
-    for name, default in _attribute_names(adj, preserve_edge_attrs, edge_attrs).items():
-        values, integers = _attribute_values(adj, name, default, nnz)
+    names = _attribute_names(adj, preserve_edge_attrs, edge_attrs)
+    bare = bool(names) and not any(_edge_data(adj))  # one pass, whatever the number of attributes
+    for name, default in names.items():
+        values, integers = _attribute_values(adj, name, default, nnz, bare)
         weights[name] = values if order is None else values[order]
         if integers:
             integral.add(name)
