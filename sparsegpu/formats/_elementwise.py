@@ -33,6 +33,27 @@ BINARY_OPS: dict[str, Callable[[Any, Any], Any]] = {
 _INT64_MAX = np.iinfo(np.int64).max
 
 
+def product(left: Any, right: Any) -> Any:
+    """``left * right`` rounded as NumPy and SciPy round it, on either backend.
+
+    A complex product is ``(ar*br - ai*bi) + (ar*bi + ai*br)j``; CuPy's complex kernels fuse
+    each half into one FMA, which changes the last bit (and turns SciPy's exact zero imaginary
+    part of ``z * conj(z)`` into a residual). Each partial product is therefore rounded by its
+    own array operation, as the CPU does.
+    """
+    if isinstance(left, np.ndarray) or np.result_type(left.dtype, right.dtype).kind != "c":
+        return left * right
+    ar, ai, br, bi = left.real, left.imag, right.real, right.imag
+    out = left * right  # the result's dtype and shape; both halves are overwritten
+    out.real = ar * br - ai * bi
+    out.imag = ar * bi + ai * br
+    return out
+
+
+def _apply(op: str, left: Any, right: Any) -> Any:
+    return product(left, right) if op == "multiply" else BINARY_OPS[op](left, right)
+
+
 def result_index_dtype(shape: tuple[int, int], nnz: int, *index_dtypes: Any) -> np.dtype:
     """int64 when an operand has int64 indices or the result needs them, else int32."""
     wide = any(np.dtype(d) == np.int64 for d in index_dtypes)
@@ -139,7 +160,7 @@ def merge(a: tuple[Any, Any, Any], b: tuple[Any, Any, Any], op: str, shape: tupl
     left, right = xp.zeros(n_union, dtype=dtype), xp.zeros(n_union, dtype=dtype)
     left[a_slot] = a_values
     right[b_slot] = b_values
-    result = BINARY_OPS[op](left, right).astype(dtype, copy=False)
+    result = _apply(op, left, right).astype(dtype, copy=False)
     kept = xp.flatnonzero(result != 0)
     keys = keys[kept]
     new_indptr = convert.compress(keys // width, shape[0], index_dtype, xp)
@@ -172,7 +193,7 @@ def merge_by_sort(a: tuple[Any, Any, Any], b: tuple[Any, Any, Any], op: str, sha
     left = xp.where(from_a, values[leading], zero)
     second = order[xp.minimum(first + 1, order.size - 1)] if order.size else leading
     right = xp.where(both, values[second], xp.where(from_a, zero, values[leading]))
-    result = BINARY_OPS[op](left, right).astype(dtype, copy=False)
+    result = _apply(op, left, right).astype(dtype, copy=False)
     keep = xp.flatnonzero(result != 0)
     kept = leading[keep]
     new_indptr = convert.compress(majors[kept], shape[0], index_dtype, xp)
@@ -194,7 +215,7 @@ def scipy_binop(a: tuple[Any, Any, Any], b: tuple[Any, Any, Any], op: str, shape
 
 def scale(data: Any, factor: Any, dtype: np.dtype) -> Any:
     """``data * factor`` in ``dtype`` (a new array), as NumPy computes ``data * factor``."""
-    return data.astype(dtype) * dtype.type(factor)
+    return product(data.astype(dtype), dtype.type(factor))
 
 
 def drop_zeros(indptr: Any, indices: Any, data: Any, xp: ModuleType) -> tuple[Any, Any, Any]:
@@ -216,7 +237,7 @@ def to_dense(indptr: Any, indices: Any, data: Any, shape: tuple[int, int], dtype
 def multiply_dense(majors: Any, minors: Any, data: Any, dense: Any, dtype: np.dtype, xp: ModuleType) -> Any:
     """``data[j] * dense[majors[j], minors[j]]`` in ``dtype`` (``dense`` already of the
     matrix's (major, minor) shape, a broadcast view allowed)."""
-    return data.astype(dtype) * dense[majors, minors].astype(dtype, copy=False)
+    return product(data.astype(dtype), dense[majors, minors].astype(dtype, copy=False))
 
 
 def select_lines(indptr: Any, indices: Any, data: Any, lines: Any, xp: ModuleType) -> tuple[Any, Any, Any]:
