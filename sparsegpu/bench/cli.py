@@ -258,9 +258,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.spmm:
         spmm_labels = resolve_matrices(args.matrices, size)
         payload["spmm"] = spmm_bench.run_spmm(spmm_labels, formats=[f for f in formats if f in ("csr", "ell", "sell")],
-                                              backend=backend, repeat=args.repeat, seed=args.seed)
+                                              backend=backend, repeat=args.repeat, seed=args.seed,
+                                              on_row=lambda row: _progress_line(spmm_bench.format_results([row])))
     if args.spgemm:
-        payload["spgemm"] = spgemm_bench.run_spgemm(spgemm_bench.suite(), backend=backend, repeat=5)
+        payload["spgemm"] = spgemm_bench.run_spgemm(spgemm_bench.suite(), backend=backend, repeat=5,
+                                                    on_row=lambda row: _progress_line(spgemm_bench.format_rows([row])))
     if analytics_names:
         with progress(len(analytics_names)) as bar:
             payload["analytics"] = analytics_bench.bench_analytics(analytics_names, backend, analytics_functions,
@@ -296,6 +298,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"skipped {args.out / 'bench.png'}: matplotlib is not installed "
               f"(python3 -m pip install \"sparsegpu[plot]\")")
     return 1 if bad else 0
+
+
+def _progress_line(table: str) -> None:
+    """A one-row table's row (its header dropped), printed at once."""
+    print(table.splitlines()[-1], flush=True)
 
 
 def print_row(row: dict[str, Any]) -> None:

@@ -168,9 +168,9 @@ def _bench_baseline(left: sp.csr_array, right: sp.csr_array, ours: sp.csr_array,
 
 
 def run_spgemm(matrices: Mapping[str, sp.csr_array], products: Sequence[str] = PRODUCTS, backend: str = "gpu",
-               repeat: int = 5) -> list[dict[str, Any]]:
+               repeat: int = 5, on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """:func:`bench_product` for every matrix and product (``"AA"`` skipped for a non-square
-    matrix): one row each, in order."""
+    matrix): one row each, in order; ``on_row(row)`` hears each row as it finishes."""
     rows = []
     for name, S in matrices.items():
         S = sp.csr_array(S)
@@ -178,6 +178,8 @@ def run_spgemm(matrices: Mapping[str, sp.csr_array], products: Sequence[str] = P
             if product == "AA" and S.shape[0] != S.shape[1]:
                 continue
             rows.append(bench_product(name, S, product, backend, repeat))
+            if on_row is not None:
+                on_row(rows[-1])
     return rows
 
 

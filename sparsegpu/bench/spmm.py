@@ -96,7 +96,8 @@ def _matrices(matrices: Mapping[str, Any] | Iterable[str], seed: int) -> Iterabl
 
 def run_spmm(matrices: Mapping[str, Any] | Iterable[str], ks: Sequence[int] = (4, 16, 64),
              orders: Sequence[str] = ("C", "F"), *, formats: Sequence[str] = ("csr",), dtype: Any = np.float64,
-             backend: str | None = None, repeat: int = 20, seed: int = 0) -> list[dict[str, Any]]:
+             backend: str | None = None, repeat: int = 20, seed: int = 0,
+             on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Time ``A @ X`` of each sparsegpu format in ``formats`` and the baseline per matrix, k
     and order of X.
 
@@ -119,6 +120,8 @@ def run_spmm(matrices: Mapping[str, Any] | Iterable[str], ks: Sequence[int] = (4
         Timed samples per product (the median is reported).
     seed : int, optional
         Seed of X's values and of generated matrices.
+    on_row : callable, optional
+        Called with each result row as it finishes (a long run reports as it goes).
 
     Returns
     -------
@@ -173,6 +176,8 @@ def run_spmm(matrices: Mapping[str, Any] | Iterable[str], ks: Sequence[int] = (4
                                 "order": order, "bytes": nbytes, "baseline": baseline, "outcomes": outcomes,
                                 "speedup": _speedup(outcomes, baseline),
                                 "copy_gbps": None if ceiling is None else ceiling["gbps"]})
+                if on_row is not None:
+                    on_row(results[-1])
     return results
 
 
