@@ -36,7 +36,11 @@ __all__ = ["louvain_communities", "modularity"]
 MAX_ROUNDS = 1000
 #: Local-moving rounds in a row without a better modularity that end a level.
 PATIENCE = 4
-#: The level number whose ranks and coins seed the final moves on the input graph.
+#: A round that raises a level's best modularity by less than this fraction of it ends the
+#: level: the last rounds of a level move a few vertices each for gains NetworkX's threshold
+#: would count but the next level makes up (on Kronecker graphs this cuts level 0 by a fifth).
+MIN_ROUND_GAIN = 3e-4
+#: The level number whose ranks seed the final moves on the input graph.
 POLISH_SALT = 1 << 20
 
 
@@ -294,44 +298,46 @@ def _best_moves(level: _Level, comm: Any, resolution: float) -> tuple[Any, Any]:
     return best, best_gain
 
 
-def _move(level: _Level, comm: Any, ranks: Any, coins: Any, resolution: float) -> tuple[Any, bool]:
-    """One synchronous round of local moves, and whether any vertex had a positive gain. A
-    vertex with a positive gain whose coin shows True is a contender; a contender moves when
-    its rank beats the ranks of all its contending neighbours. No two adjacent vertices move
-    at once, so each mover's gain is exact but for community totals shared with other movers;
-    the coins break the symmetry of non-adjacent vertices that would otherwise move together
-    back and forth."""
+def _move(level: _Level, comm: Any, ranks: Any, resolution: float) -> tuple[Any, bool]:
+    """One synchronous round of local moves, and whether any vertex had a positive gain. Every
+    vertex with a positive gain moves to its best community unless a neighbour of higher rank
+    that also moves would break its gain: one moving into the vertex's community, or one
+    leaving the community the vertex joins (a swap; two such neighbours alone would trade
+    places forever). Vertices that join the same community, or leave one for different
+    communities, move together: their gains are NetworkX's but for the community totals the
+    other movers change, and blocking them (an independent set per round) keeps hubs still for
+    hundreds of rounds."""
     xp = level.xp
     best, best_gain = _best_moves(level, comm, resolution)
     positive = best_gain > 0
-    wants = positive & coins
     i, j = level.nb_rows, level.nb_cols
-    conflict = wants[j] & (ranks[j] > ranks[i]) & (best[j] != best[i])
+    swap = (best[j] == comm[i]) | (comm[j] == best[i])
+    conflict = positive[j] & (ranks[j] > ranks[i]) & swap
     blocked = primitives.segmented_reduce(conflict.astype(np.int32), level.nb_offsets, "max") > 0
-    return xp.where(wants & ~blocked, best, comm), bool(positive.any())
+    return xp.where(positive & ~blocked, best, comm), bool(positive.any())
 
 
-def _local_moving(level: _Level, ranks: Any, resolution: float, salt: tuple[int, int],
-                  start: Any = None) -> tuple[Any, bool]:
+def _local_moving(level: _Level, ranks: Any, resolution: float, start: Any = None) -> tuple[Any, bool]:
     """Rounds of :func:`_move` from the partition ``start`` (default ``ranks``, a permutation:
-    every vertex alone) until no vertex has a positive gain or :data:`PATIENCE` rounds in a row
-    bring no better modularity; the best partition seen, and whether it beats the initial one.
-    ``salt`` (seed, level) seeds the coins."""
-    xp = level.xp
+    every vertex alone) until no vertex has a positive gain, a round raises the best modularity
+    by less than :data:`MIN_ROUND_GAIN` of it, or :data:`PATIENCE` rounds in a row bring no
+    better modularity; the best partition seen, and whether it beats the initial one."""
     comm = initial = best = ranks if start is None else start
     best_q = _modularity(level, comm, resolution)
     if level.nb_rows.size == 0:
         return best, False
     stalled = 0
-    for round_ in range(MAX_ROUNDS):
-        coins = (_random_words(level.n, *salt, round_, xp=xp) >> np.uint64(63)) == 1
-        comm, any_gain = _move(level, comm, ranks, coins, resolution)
+    for _ in range(MAX_ROUNDS):
+        comm, any_gain = _move(level, comm, ranks, resolution)
         if not any_gain:
             break
         q = _modularity(level, comm, resolution)
         stalled += 1
         if q > best_q:
+            small = q - best_q < MIN_ROUND_GAIN * abs(best_q)
             best, best_q, stalled = comm, q, 0
+            if small:
+                break
         if stalled >= PATIENCE:
             break
     return best, best is not initial  # a partition replaces the initial one only by beating it
@@ -360,7 +366,7 @@ def _louvain_labels(level: _Level, resolution: float, threshold: float, max_leve
     if level.total <= 0 or level.nb_rows.size == 0:
         return labels
     ranks = _random_ranks(level.n, seed, POLISH_SALT, level.xp)
-    polished, _ = _local_moving(level, ranks, resolution, (seed, POLISH_SALT), start=labels)
+    polished, _ = _local_moving(level, ranks, resolution, start=labels)
     return polished
 
 
@@ -376,7 +382,7 @@ def _level_labels(level: _Level, resolution: float, threshold: float, max_level:
     depth = 0
     while True:
         ranks = _random_ranks(level.n, seed, depth, xp)
-        comm, moved = _local_moving(level, ranks, resolution, (seed, depth))
+        comm, moved = _local_moving(level, ranks, resolution)
         if depth > 0 and not moved:
             return labels  # NetworkX stops without a new level when no vertex moves
         comm = _compact(comm, xp)
@@ -414,18 +420,20 @@ def louvain_communities(A: Any, weight: bool | None = True, resolution: float = 
     The local moves are parallel, in synchronous rounds. Every vertex computes NetworkX's gain
     for each neighbouring community (its weight to the community summed by a stable sort and a
     segmented sum, then the community totals) and picks the best, ties to the smallest
-    community id. A vertex with a positive gain contends if its coin for the round shows heads;
-    a contender moves unless a neighbour contending for a different community outranks it (the
-    ranks: a random permutation per level). So two adjacent vertices never move apart at once
-    (each mover's gain is NetworkX's but for the totals of communities other movers join), and
-    the coins keep non-adjacent twins from moving back and forth together. A level ends when no
-    vertex has a positive gain or after 4 rounds in a row without a better modularity, keeping
-    the best partition seen (``threshold`` acts between levels only, as in NetworkX). After the
-    last level, single vertices move once more on the input graph, from the final partition,
-    while that raises the modularity (NetworkX stops at the levels). Coins and
-    ranks come from ``seed`` through a counter-based generator, and every sum runs in a fixed
-    order: the same seed gives the same communities bit for bit on a backend (the GPU's sums
-    may round differently from NumPy's, so the two backends can part ways at near ties).
+    community id. Every vertex with a positive gain moves at once, unless an outranking
+    neighbour that also moves would break its gain (the ranks: a random permutation per level):
+    one moving into the vertex's community, or one leaving the community the vertex joins. So
+    no two neighbours ever trade places; vertices that join the same community, or leave one
+    for different communities, move together (each mover's gain is NetworkX's but for the
+    community totals other movers change), and hubs move as soon as they gain. A level ends
+    when no vertex has a positive gain, when a round raises the level's best modularity by less
+    than 0.03 % of it, or after 4 rounds in a row without a better modularity, keeping the best
+    partition seen (``threshold`` acts between levels only, as in NetworkX). After the last
+    level, single vertices move once more on the input graph, from the final partition, while
+    that raises the modularity (NetworkX stops at the levels). The ranks come from ``seed``
+    through a counter-based generator, and every sum runs in a fixed order: the same seed gives
+    the same communities bit for bit on a backend (the GPU's sums may round differently from
+    NumPy's, so the two backends can part ways at near ties).
 
     NetworkX moves vertices one at a time in a random order, so the communities differ from
     NetworkX's; their modularity is as high (a few percent either way on the karate club, Les
@@ -445,7 +453,7 @@ def louvain_communities(A: Any, weight: bool | None = True, resolution: float = 
     max_level : int or None, optional
         At most this many levels (>= 1), or no limit (default None).
     seed : int or None, optional
-        The seed of the ranks and coins: the same seed gives the same communities, bit for bit,
+        The seed of the ranks: the same seed gives the same communities, bit for bit,
         on a backend. None means 0 (deterministic, where NetworkX draws a fresh random order).
     directed : bool, optional
         False reads ``A`` as a ``networkx.Graph``, True as a ``networkx.DiGraph`` (NetworkX's
