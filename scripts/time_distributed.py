@@ -1,0 +1,77 @@
+"""Measured strong scaling of the distributed product and CG, one GPU per rank, next to the
+model's prediction (sparsegpu.bench.scaling).
+
+    mpirun -n 1 python3 scripts/time_distributed.py
+    mpirun -n 2 -x NCCL_NVLS_ENABLE=0 python3 scripts/time_distributed.py
+
+Rank 0 builds each matrix and prints one line per matrix: the median time of ``A @ x`` (the
+halo exchange included) and of one CG iteration (a fixed count, no stopping test met), over
+the ranks in this run. Run it at 1 and at 2 ranks and divide.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from sparsegpu import datasets
+from sparsegpu._backend import resolve_backend
+from sparsegpu.bench.timing import synchronize
+from sparsegpu.bench.scaling import predict
+from sparsegpu.distributed import DistributedCSR, DistributedVector, cg, use_local_device, world
+
+MATRICES = {"poisson3d:160": lambda: datasets.poisson3d(160),
+            "stencil27:120": lambda: datasets.stencil27(120),
+            "rmat:21": lambda: datasets.rmat(21),
+            "poisson3d:20": lambda: datasets.poisson3d(20)}
+SYMMETRIC_POSITIVE_DEFINITE = ("poisson3d:160", "stencil27:120", "poisson3d:20")
+REPEAT, CG_ITERATIONS = 30, 50
+
+
+def median_seconds(comm, call, backend: str) -> float:
+    """Median over REPEAT calls of the slowest rank's time (each call synchronised)."""
+    samples = []
+    for _ in range(REPEAT + 2):
+        comm.Barrier()
+        start = time.perf_counter()
+        call()
+        synchronize(backend)
+        samples.append(comm.allreduce(time.perf_counter() - start, op=max_op()))
+    return statistics.median(samples[2:])
+
+
+def max_op():
+    from mpi4py import MPI
+
+    return MPI.MAX
+
+
+def main() -> int:
+    comm = world()
+    backend = resolve_backend(None)
+    if backend == "gpu":
+        use_local_device(comm)
+    ranks, root = comm.Get_size(), comm.Get_rank() == 0
+    names = sys.argv[1:] or list(MATRICES)[:3]
+    for name in names:
+        S = MATRICES[name]() if root else None
+        A = DistributedCSR.from_scipy(S, comm, backend=backend)
+        x = DistributedVector.from_global(np.ones(A.shape[1]), A.col_partition, backend=backend)
+        line = f"{name} ({A.shape[0]:,} rows, {A.nnz:,} nnz) ranks {ranks}: A @ x "
+        product = median_seconds(comm, lambda: A @ x, backend)
+        line += f"{product * 1e3:.3f} ms"
+        if name in SYMMETRIC_POSITIVE_DEFINITE:
+            solve = median_seconds(comm, lambda: cg(A, x, rtol=0.0, atol=0.0, maxiter=CG_ITERATIONS), backend)
+            line += f", CG {solve / CG_ITERATIONS * 1e3:.3f} ms per iteration"
+        if root:
+            if ranks == 1:
+                line += f"; model at 2 ranks {predict(S, 2, spmv_seconds=product)['speedup']:.2f}x"
+            print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
