@@ -81,6 +81,14 @@ class Graph:
             self._cache["undirected"] = result
         return self._cache["undirected"]
 
+    def assume_symmetric(self) -> Graph:
+        """Record that the graph equals its transpose, weights included, as an undirected
+        graph's adjacency does by construction: it is its own transpose and undirected graph,
+        and nothing is built to find out. Returns the graph."""
+        self._cache["symmetric"] = self._cache["structurally_symmetric"] = True
+        self._cache["transpose"] = self._cache["undirected"] = self
+        return self
+
     def is_structurally_symmetric(self) -> bool:
         """Whether every edge's reverse is stored too (the structure, not the weights); the
         transpose is built to decide, once, and the answer is cached."""

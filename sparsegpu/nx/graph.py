@@ -21,6 +21,7 @@ import scipy.sparse as sp
 
 from sparsegpu._backend import backend as default_backend
 from sparsegpu._backend import to_host
+from sparsegpu.csgraph._graph import as_graph
 from sparsegpu.formats import CSR
 
 BACKEND_NAME = "sparsegpu"
@@ -120,7 +121,10 @@ class SparseGraph:
         key = (weight, transpose)
         if key not in self._matrices:
             S = self.scipy(weight)
-            self._matrices[key] = CSR.from_scipy(S.T.tocsr() if transpose else S, backend=self.backend)
+            M = CSR.from_scipy(S.T.tocsr() if transpose and self.directed else S, backend=self.backend)
+            if not self.directed:  # both directions of an edge share its attributes
+                as_graph(M).assume_symmetric()
+            self._matrices[key] = M
         return self._matrices[key]
 
     def labels(self, vertices: Any) -> list:
