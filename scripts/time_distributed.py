@@ -4,9 +4,10 @@ model's prediction (sparsegpu.bench.scaling).
     mpirun -n 1 python3 scripts/time_distributed.py
     mpirun -n 2 -x NCCL_NVLS_ENABLE=0 python3 scripts/time_distributed.py
 
-Rank 0 builds each matrix and prints one line per matrix: the median time of ``A @ x`` (the
-halo exchange included) and of one CG iteration (a fixed count, no stopping test met), over
-the ranks in this run. Run it at 1 and at 2 ranks and divide.
+Rank 0 builds each matrix (:data:`MATRICES`, or those named on the command line) and prints
+one line per matrix: the median time of ``A @ x`` (the halo exchange included) and, for the
+symmetric positive definite ones, of one CG iteration (a fixed count, no stopping test met),
+the slowest rank's. Run it at 1 and at 2 ranks and divide.
 """
 
 from __future__ import annotations
@@ -23,11 +24,16 @@ from sparsegpu.bench.timing import synchronize
 from sparsegpu.bench.scaling import predict
 from sparsegpu.distributed import DistributedCSR, DistributedVector, cg, use_local_device, world
 
-MATRICES = {"poisson3d:160": lambda: datasets.poisson3d(160),
-            "stencil27:120": lambda: datasets.stencil27(120),
-            "rmat:21": lambda: datasets.rmat(21),
+#: The acceptance's matrices: strong scaling of SpMV on the first three, CG on the 16M-unknown
+#: Poisson matrix, weak scaling by comparing poisson2d:2121 (4.5M rows) at one rank with
+#: poisson2d:3000 (9M rows) at two.
+MATRICES = {"poisson2d:3000": lambda: datasets.poisson2d(3000),
+            "stencil27:150": lambda: datasets.stencil27(150),
+            "rmat:22": lambda: datasets.rmat(22),
+            "poisson2d:4000": lambda: datasets.poisson2d(4000),
+            "poisson2d:2121": lambda: datasets.poisson2d(2121),
             "poisson3d:20": lambda: datasets.poisson3d(20)}
-SYMMETRIC_POSITIVE_DEFINITE = ("poisson3d:160", "stencil27:120", "poisson3d:20")
+SYMMETRIC_POSITIVE_DEFINITE = ("poisson2d:3000", "stencil27:150", "poisson2d:4000", "poisson2d:2121", "poisson3d:20")
 REPEAT, CG_ITERATIONS = 30, 50
 
 
@@ -55,7 +61,7 @@ def main() -> int:
     if backend == "gpu":
         use_local_device(comm)
     ranks, root = comm.Get_size(), comm.Get_rank() == 0
-    names = sys.argv[1:] or list(MATRICES)[:3]
+    names = sys.argv[1:] or list(MATRICES)[:5]
     for name in names:
         S = MATRICES[name]() if root else None
         A = DistributedCSR.from_scipy(S, comm, backend=backend)
