@@ -11,7 +11,8 @@
 # baseline and GraphBLAS on the large graphs; analytics: PageRank, triangles, betweenness, k-core,
 # Louvain and Jaccard against NetworkX, GraphBLAS, SciPy and CuPy, and the NetworkX backend against
 # NetworkX; products: SpMM and SpGEMM against cupyx; distributed: the distributed tests under
-# mpirun, one rank per GPU (two GPUs or more; skipped with one); asv: the asv suite, --quick.
+# mpirun, one rank per GPU (two GPUs or more; skipped with one), then scripts/time_distributed.py at
+# one and two ranks; asv: the asv suite, --quick.
 # Logs go to OUTDIR; a summary table is printed last. Exit status 1 if any step failed.
 set -u -o pipefail
 out=$(realpath -m "${1:?usage: scripts/gpu_check.sh OUTDIR [STEP ...]}")
@@ -67,6 +68,10 @@ if wants distributed && [ "$gpus" -ge 2 ]; then
     export NCCL_NVLS_ENABLE=0  # NVLink multicast off
     step distributed mpirun --allow-run-as-root -n "$gpus" -x NCCL_NVLS_ENABLE -x PYTHONPATH -x SPARSEGPU_MATRICES \
         python3 -m pytest -q -p no:cacheprovider tests/distributed
+    # Measured scaling: the acceptance's matrices at one rank, then at two (docs/distributed.md).
+    scaling() { for ranks in 1 2; do mpirun --allow-run-as-root -n $ranks -x NCCL_NVLS_ENABLE -x PYTHONPATH \
+        python3 scripts/time_distributed.py || return 1; done; }
+    step scaling scaling
 fi
 if wants asv; then
     export ASV_PYTHONPATH="$PYTHONPATH"
