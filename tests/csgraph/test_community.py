@@ -346,8 +346,8 @@ def test_louvain_levels_take_few_rounds(rng, monkeypatch):
     communities = louvain_communities(A, seed=seed, backend="cpu")
     assert_partition(communities, A.shape[0])
     assert len(rounds) >= 3 and max(rounds) <= 60 and sum(rounds) <= 150, rounds
-    G = nx_graph(A)
-    theirs = nx.community.modularity(G, nx.community.louvain_communities(G, seed=seed))
+    G = nx_graph(A)  # NetworkX's modularity varies by about 2% from seed to seed here: its mean of three
+    theirs = np.mean([nx.community.modularity(G, nx.community.louvain_communities(G, seed=seed + i)) for i in range(3)])
     assert nx.community.modularity(G, communities) >= 0.99 * theirs
 
 
