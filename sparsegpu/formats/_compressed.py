@@ -263,7 +263,7 @@ class CompressedMatrix(SparseMatrix):
             raise TypeError(f"{cls.__name__}.from_scipy takes no format parameters, got {sorted(params)}")
         target = resolve_backend(backend)
         layout = "csr" if cls._major_axis == 0 else "csc"
-        canonical = canonical_scipy(S, layout, dtype, index_dtype, casting)
+        canonical = canonical_scipy(S, layout, dtype, index_dtype, casting, own=target == "cpu")  # uploads copy
         if target == "gpu":
             n_major = canonical.shape[1 - cls._major_axis]
             _validate.ensure_fits(compressed_bytes(n_major, canonical.nnz, canonical.dtype, canonical.indices.dtype),

@@ -33,7 +33,7 @@ def compressed_bytes(n_major: int, nnz: int, value_dtype: Any, index_dtype: Any)
 
 
 def canonical_scipy(S: Any, layout: str, dtype: Any = None, index_dtype: Any = None,
-                    casting: str = "same_kind", *, checked: bool = False) -> sp.sparray:
+                    casting: str = "same_kind", *, checked: bool = False, own: bool = True) -> sp.sparray:
     """``S`` as a scipy ``csr_array`` or ``csc_array`` in canonical form: duplicates summed,
     indices sorted, values and indices in the dtypes sparsegpu stores, in arrays of its own.
 
@@ -41,7 +41,9 @@ def canonical_scipy(S: Any, layout: str, dtype: Any = None, index_dtype: Any = N
     corrupted matrix, and the result's size is checked against the host's memory. Explicit zeros
     are kept (they are stored entries and count in ``nnz``); call ``S.eliminate_zeros()`` first
     to drop them. The caller's matrix is never modified and never shared. ``checked``: ``S`` is
-    what :func:`sparsegpu._validate.check_scipy` returned for it (its checks are not repeated)."""
+    what :func:`sparsegpu._validate.check_scipy` returned for it (its checks are not repeated).
+    ``own=False``: the result may share the caller's arrays, for a caller that copies them at
+    once (an upload to the GPU), so the host pays for no copy of its own."""
     if not checked:
         S = _validate.check_scipy(S)
     value_dt = _validate.stored_dtype(S.dtype, dtype, casting)
@@ -57,6 +59,8 @@ def canonical_scipy(S: Any, layout: str, dtype: Any = None, index_dtype: Any = N
         compressed.sum_duplicates()
     originals = [a for a in (getattr(S, name, None) for name in ("data", "indices", "indptr", "row", "col"))
                  if isinstance(a, np.ndarray)]
+    if not own:
+        originals = []
     compressed.data = _owned(_validate.cast_values(compressed.data, value_dt), originals)
     compressed.indices = _owned(compressed.indices.astype(index_dt, copy=False), originals)
     compressed.indptr = _owned(compressed.indptr.astype(index_dt, copy=False), originals)
