@@ -3,7 +3,7 @@
 #   scripts/gpu_check.sh OUTDIR [STEP ...]      STEP: tests sanitizer bench targets transfer graphs
 #                                               analytics products distributed asv
 #                                               (default: all)
-# tests: the test suite with the GPU tests; sanitizer: compute-sanitizer memcheck and racecheck
+# tests: the test suite with the GPU tests (four pytest processes); sanitizer: compute-sanitizer memcheck and racecheck
 # over a small run of every kernel family; bench: the comparison command over all real matrices
 # and the generated families (medium); targets: the issues' performance targets (large
 # matrices, primitives at 2^28, CG, call overhead); transfer: streamed uploads and out-of-core
@@ -49,7 +49,28 @@ printf 'Metadata-Version: 2.1\nName: sparsegpu-nx-entry-points\nVersion: 0\n' >"
 printf '[networkx.backends]\nsparsegpu = sparsegpu.nx:backend_interface\n\n[networkx.backend_info]\nsparsegpu = _sparsegpu_nx_info:get_info\n' >"$info/entry_points.txt"
 [[ ":$PYTHONPATH:" == *":/tmp/extra-site:"* ]] || export PYTHONPATH="$PYTHONPATH:/tmp/extra-site"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$out/device.txt" 2>&1
-wants tests && step tests python3 -m pytest -q -p no:cacheprovider --maxfail=40
+# The suite in four pytest processes sharing the GPU (one process takes over ten minutes): the
+# largest folders alone, everything else (doctests included) in the last group.
+suite() {
+    local groups=("tests/formats" "tests/csgraph tests/nx" "tests/primitives tests/linalg tests/convert")
+    local rest=(sparsegpu) path pids=() status=0 i
+    for path in tests/*; do
+        [[ " ${groups[*]} " == *" $path "* || "$path" == tests/fuzz ]] && continue  # fuzz: via tests/test_fuzz*.py
+        [[ ( -d "$path" && "$path" != tests/__pycache__ ) || "$path" == tests/test_*.py ]] && rest+=("$path")
+    done
+    groups+=("${rest[*]}")
+    for i in "${!groups[@]}"; do
+        # shellcheck disable=SC2086  # each group is a list of paths
+        python3 -m pytest -q -rfE -p no:cacheprovider --maxfail=40 ${groups[$i]} >"$out/tests.$i.log" 2>&1 &
+        pids+=($!)
+    done
+    for i in "${!pids[@]}"; do
+        wait "${pids[$i]}" || status=1
+        echo "group $i (${groups[$i]}): $(tail -n 1 "$out/tests.$i.log")"
+    done
+    return $status
+}
+wants tests && step tests suite
 if wants sanitizer; then
     step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 python3 scripts/sanitizer_smoke.py
     # CuPy's own nonzero kernel reports shared-memory hazard warnings; only sparsegpu's kernels are checked.
