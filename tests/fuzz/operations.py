@@ -35,7 +35,7 @@ FORMATS = tuple(sorted(sparsegpu.SparseMatrix.formats))
 VALUE_DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 DENSE_DTYPES = (np.int32, np.int64, np.float32, np.float64, np.complex128)
 RTOL = {np.dtype(np.float32): 1e-5, np.dtype(np.complex64): 1e-5}
-TESTS = 6  # the hypothesis tests below share the example count
+TESTS = 8  # the hypothesis tests below share the example count
 SETTINGS = settings(max_examples=max(EXAMPLES // TESTS, 1), deadline=None, derandomize=False, database=None,
                     suppress_health_check=list(HealthCheck))
 
@@ -523,3 +523,110 @@ def test_graph_algorithms_refuse_bad_graphs(data: Any) -> None:
         if G.nnz:
             G.data[0] = -1.0
             expect_error(lambda: checks[name](G), ("negative", "csgraph", "weight"), "dijkstra, negative weight")
+
+
+# --------------------------------------------------------------------------- more operand shapes
+
+
+@SETTINGS
+@given(st.data())
+def test_transposes_broadcasts_and_stacks_match_scipy(data: Any) -> None:
+    S = data.draw(matrices())
+    m, n = S.shape
+    fa = data.draw(st.sampled_from(FORMATS))
+    log("more", fa, S.shape, S.dtype, S.indices.dtype)
+    A = build(S, fa)
+    # products with transposed and scipy operands; the result's index dtype
+    T = data.draw(matrices((m, data.draw(st.integers(0, 5)))))
+    if finite(S) and finite(T):
+        want = sp.csr_array(S.T @ T)
+        assert_same_sparse(A.T @ build(T, "csr"), want, f"{fa}.T @ B")
+        assert_same_sparse(sparsegpu.spgemm(S.T, build(T, "coo")), want, "spgemm(scipy, B)")
+        B = build(T, "csr")
+        C = sparsegpu.spgemm(A.T, B)
+        wide = np.int64 in (A.index_dtype, B.index_dtype)
+        assert C.index_dtype == (np.int64 if wide else np.int32), f"spgemm index dtype {C.index_dtype}"
+    # sparse rows and columns broadcast in multiply
+    row, col = data.draw(matrices((1, n))), data.draw(matrices((m, 1)))
+    held = canonical(S)  # from_scipy sums duplicates first: with inf among them, 0 * inf no longer arises
+    assert_same_sparse(A.multiply(row), held.multiply(row), f"{fa}.multiply(sparse row)")
+    assert_same_sparse(A.multiply(col), held.multiply(col), f"{fa}.multiply(sparse column)")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    D = values(rng, m * n, data.draw(st.sampled_from(DENSE_DTYPES)), 0.0).reshape(m, n)
+    D[D == 0] = 2
+    assert_same_sparse(A / D, S / D, f"{fa} / dense") if S.nnz else None
+    if S.dtype.kind != "c" and m and n:
+        for op in ("max", "min"):
+            for axis in (None, 0, 1):
+                want = getattr(S, op)(axis=axis, explicit=True)
+                want = want.toarray() if sp.issparse(want) else want
+                assert_close(getattr(A, op)(axis=axis, explicit=True), want, f"{fa}.{op}({axis}, explicit)",
+                             check_dtype=False)
+    # astype, stacks with a format and dtype, kron with a 1 x 1
+    dtype = data.draw(st.sampled_from(VALUE_DTYPES))
+    if S.dtype.kind != "c" or np.dtype(dtype).kind == "c":
+        assert_same_sparse(A.astype(dtype), S.astype(dtype), f"{fa}.astype({dtype.__name__})")
+    else:
+        expect_error(lambda: A.astype(dtype), ("dtype", "complex", "cast"), "complex astype real")
+    fmt = data.draw(st.sampled_from(FORMATS))
+    stacked = sparsegpu.vstack([A, A], format=fmt, dtype=np.complex128)
+    assert stacked.format == fmt or fmt == "ell", f"vstack format {stacked.format}, asked {fmt}"
+    assert_same_sparse(stacked.to_csr(), sp.vstack([S, S], format="csr", dtype=np.complex128), "vstack(dtype)")
+    one = sp.csr_array(np.array([[data.draw(st.sampled_from([0.0, 2.0]))]]))
+    if finite(S):
+        want = sp.kron(one, S, format="csr").astype(np.result_type(one.dtype, S.dtype))
+        assert_same_sparse(sparsegpu.kron(build(one, "csr"), A), want, "kron(1x1, A)")
+    expect_error(lambda: sparsegpu.vstack([A, A], dtype=object), ("dtype",), "vstack dtype object")
+    expect_error(lambda: sparsegpu.hstack([A, "x"]), ("blocks", "block"), "hstack of a string")
+    expect_error(lambda: A.multiply(sp.csr_array((m + 2, n + 3))), ("shape",), "multiply by a sparse of wrong shape")
+
+
+@SETTINGS
+@given(st.data())
+def test_graph_analytics_match_networkx(data: Any) -> None:
+    S = data.draw(graphs())
+    n = S.shape[0]
+    log("analytics", S.shape, S.indptr.tolist(), S.indices.tolist(), S.data.tolist())
+    C = canonical(S)
+    ncomp, labels = csgraph.connected_components(S, connection="strong", backend=BACKEND)
+    want_n, want_labels = scg.connected_components(C, connection="strong")
+    labels = np.asarray(host(labels))
+    assert ncomp == want_n and all(len(set(labels[want_labels == c])) == 1 for c in range(want_n)), "strong cc"
+    if n:
+        start = data.draw(st.integers(0, n - 1))
+        order, preds = (np.asarray(host(a)) for a in csgraph.breadth_first_order(S, start, backend=BACKEND))
+        edges = _pattern(C)
+        rank = {int(v): i for i, v in enumerate(order)}
+        for v in order[1:]:  # each vertex's parent is reached before it, through a stored edge
+            p = int(preds[v])
+            assert p in rank and rank[p] < rank[int(v)] and edges[p, v], f"BFS parent {p} of {v}"
+        dist, pred = (np.asarray(host(a)) for a in csgraph.dijkstra(S, indices=start, return_predecessors=True,
+                                                                    backend=BACKEND))
+        for v in range(n):  # every predecessor is on a shortest path
+            p = int(pred[v])
+            if p >= 0:
+                assert np.isclose(dist[p] + C[p, v], dist[v]), f"dijkstra predecessor {p} of {v}"
+    U = symmetric(S)
+    G = nx.from_scipy_sparse_array(U)
+    G.remove_edges_from(nx.selfloop_edges(G))
+    plain = nx.to_scipy_sparse_array(G, nodelist=range(n), format="csr") if n else U
+    bc = np.asarray(host(csgraph.betweenness_centrality(plain, directed=False, backend=BACKEND)))
+    want_bc = nx.betweenness_centrality(G)
+    assert np.allclose(bc, [want_bc[v] for v in range(n)], atol=1e-12), "betweenness vs networkx"
+    if n:
+        u, v, j = (np.asarray(host(a)) for a in csgraph.jaccard(plain, backend=BACKEND))
+        want_j = {(a, b): c for a, b, c in nx.jaccard_coefficient(G, list(zip(u.tolist(), v.tolist())))}
+        assert np.allclose(j, [want_j[a, b] for a, b in zip(u.tolist(), v.tolist())]), "jaccard vs networkx"
+    lap = host(csgraph.laplacian(C, normed=True, backend=BACKEND))
+    assert_close(lap.toarray() if sp.issparse(lap) else lap, scg.laplacian(C, normed=True).toarray(),
+                 "laplacian(normed)", check_dtype=False)
+    if n:  # invalid arguments
+        expect_error(lambda: csgraph.breadth_first_order(S, 0.5, backend=BACKEND), ("i_start",), "BFS float start")
+        expect_error(lambda: csgraph.shortest_path(S, indices=[n], backend=BACKEND), ("indices",), "indices past end")
+        expect_error(lambda: csgraph.pagerank(S, alpha=1.5, backend=BACKEND), ("alpha",), "pagerank alpha")
+        expect_error(lambda: csgraph.triangles(plain, nodes=[n], backend=BACKEND), ("nodes",), "triangles nodes")
+        expect_error(lambda: csgraph.jaccard(plain, pairs=[(0, n)], backend=BACKEND), ("pairs",), "jaccard pairs")
+        expect_error(lambda: csgraph.dijkstra(S, limit=-1, backend=BACKEND), ("limit",), "dijkstra limit")
+    expect_error(lambda: csgraph.connected_components(S, connection="x", backend=BACKEND), ("connection",),
+                 "connection")
+    expect_error(lambda: csgraph.shortest_path(S, directed="no", backend=BACKEND), ("directed",), "directed str")
