@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import GPU
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = int(os.environ.get("SPARSEGPU_FUZZ_OPERATIONS_EXAMPLES", "600"))
+EXAMPLES = int(os.environ.get("SPARSEGPU_FUZZ_OPERATIONS_EXAMPLES", "800"))
 
 
 @pytest.mark.parametrize("backend", ["cpu"] + (["gpu"] if GPU else []))
@@ -28,7 +28,9 @@ def test_operations_match_scipy_or_refuse_cleanly(backend):
          "tests/fuzz/operations.py"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800,
     )
-    lines = [line for line in (run.stdout + run.stderr).splitlines() if not line.startswith("case:")]
-    tail = "\n".join(lines[-60:])
+    output = (run.stdout + run.stderr).splitlines()
+    cases = [line for line in output if line.startswith("case:")]
+    lines = [line for line in output if not line.startswith("case:")]
+    tail = "\n".join(lines[-60:] + cases[-1:])  # the last case drawn: the one that failed, or crashed
     assert run.returncode == 0, f"the fuzzer failed or crashed (exit {run.returncode}):\n{tail}"
     assert "passed" in run.stdout and "failed" not in run.stdout, tail

@@ -153,10 +153,11 @@ def test_spmm_matches_scipy(data: Any) -> None:
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     X = np.asarray(values(rng, n * k, xdtype, 0.2).reshape(n, k), order=order)
     if X.size and xdtype in (np.float32, np.float64, np.complex128) and data.draw(st.integers(0, 5)) == 0:
-        X.flat[rng.integers(0, X.size)] = np.nan
+        X.flat[rng.integers(0, X.size)] = data.draw(st.sampled_from([np.nan, np.inf, -np.inf]))
     log("spmm", fmt, S.shape, S.dtype, S.indices.dtype, k, xdtype, order)
     A = build(S, fmt)
-    want = S @ X
+    S = canonical(S)  # what the matrix holds: from_scipy sums duplicates (documented), so the
+    want = S @ X      # oracle does too (with inf among duplicates, 0 * inf would otherwise differ)
     assert_close(A @ X, want, f"{fmt} A @ X")
     assert_close(A.spmm(X), want, f"{fmt} A.spmm(X)")
     got_order = (A @ X)
@@ -169,8 +170,15 @@ def test_spmm_matches_scipy(data: Any) -> None:
     alpha, beta = data.draw(st.sampled_from([(2, 1), (0, 3), (1, 0), (-1, 0.5)]))
     A.spmm(X, Y, alpha=alpha, beta=beta)
     assert_close(Y, alpha * want + beta * np.ones_like(want), f"{fmt} A.spmm(X, Y, {alpha}, {beta})")
+    wide = np.asarray(values(rng, n * (2 * k + 1), xdtype, 0.2).reshape(n, 2 * k + 1), order=order)
+    view = wide[::-1, ::2][:, :k] if data.draw(st.booleans()) else wide[:, 1::2]  # strided, maybe reversed
+    assert_close(A @ view, S @ np.ascontiguousarray(view), f"{fmt} A @ strided view")
     Xt = np.asarray(values(rng, m * k, xdtype, 0.2).reshape(m, k), order=order)
+    Yt = np.full((n, k), np.nan, dtype=np.result_type(S.dtype, Xt.dtype))
+    A.T.spmm(Xt, Yt) if hasattr(A.T, "spmm") else None
     assert_close(A.T @ Xt, S.T @ Xt, f"{fmt} A.T @ X")
+    if hasattr(A.T, "spmm"):
+        assert_close(Yt, S.T @ Xt, f"{fmt} A.T.spmm(X, Y)")
     x = values(rng, n, xdtype, 0.2)
     try:  # spmv casts x only where the cast is safe (documented), else TypeError naming x
         assert_close(A @ x, S @ x, f"{fmt} A @ x (1-D)", check_dtype=False)
@@ -226,20 +234,20 @@ def test_spgemm_matches_scipy(data: Any) -> None:
     fa, fb = data.draw(st.sampled_from(FORMATS)), data.draw(st.sampled_from(FORMATS))
     log("spgemm", fa, fb, S.shape, S.dtype, S.indices.dtype, T.shape, T.dtype, T.indices.dtype)
     A, B = build(S, fa), build(T, fb)
+    S, T = canonical(S), canonical(T)  # what the matrices hold (see test_spmm_matches_scipy)
     want = sp.csr_array(S @ T)
     want.sort_indices()
-    if finite(S) and finite(T):  # inf * 0 makes NaN, which SciPy keeps: the zero rule is moot
-        assert_same_sparse(A @ B, want, f"{fa} @ {fb}")
-        assert_same_sparse(sparsegpu.spgemm(A, B), want, f"spgemm({fa}, {fb})")
-        assert_same_sparse(sparsegpu.spgemm(A, T), want, f"spgemm({fa}, scipy)")
+    # NaN and inf included: SciPy keeps a NaN sum (only exact zeros drop)
+    assert_same_sparse(A @ B, want, f"{fa} @ {fb}")
+    assert_same_sparse(sparsegpu.spgemm(A, B), want, f"spgemm({fa}, {fb})")
+    assert_same_sparse(sparsegpu.spgemm(A, T), want, f"spgemm({fa}, scipy)")
     # masks
     M = data.draw(matrices((m, n), np.float64))
     complement = data.draw(st.booleans())
     inside = _pattern(M)
     keep = ~inside if complement else inside
-    if finite(S) and finite(T):
-        got = host(sparsegpu.spgemm(A, B, mask=M, complement=complement)).toarray()
-        assert_close(got, np.where(keep, (S @ T).toarray(), 0), "masked spgemm", check_dtype=False)
+    got = host(sparsegpu.spgemm(A, B, mask=M, complement=complement)).toarray()
+    assert_close(got, np.where(keep, (S @ T).toarray(), 0), "masked spgemm", check_dtype=False)
     # semirings (real operands: complex supports plus_times only)
     name = data.draw(st.sampled_from(SEMIRINGS))
     if S.dtype.kind != "c" and T.dtype.kind != "c" and finite(S) and finite(T):
@@ -262,6 +270,9 @@ def test_spgemm_matches_scipy(data: Any) -> None:
     expect_error(lambda: sparsegpu.spgemm(A, B, complement=True), ("complement", "mask"), "complement, no mask")
     expect_error(lambda: sparsegpu.spgemm(A, np.ones((kk, n))), ("B", "sparse"), "dense B")
     expect_error(lambda: sparsegpu.spgemm(A, B, max_bytes=0), ("max_bytes",), "max_bytes 0")
+    expect_error(lambda: sparsegpu.spgemm(A, B, mask=np.ones((m, n))), ("mask",), "dense mask")
+    expect_error(lambda: sparsegpu.spgemm(A, B, semiring=3), ("semiring",), "semiring an int")
+    expect_error(lambda: sparsegpu.spgemm("A", B), ("A", "operand"), "A a string")
 
 
 def _pattern(M: sp.csr_array) -> np.ndarray:
@@ -283,6 +294,7 @@ def test_arithmetic_matches_scipy(data: Any) -> None:
     fa, fb = data.draw(st.sampled_from(FORMATS)), data.draw(st.sampled_from(FORMATS))
     log("arith", fa, fb, S.shape, S.dtype, S.indices.dtype, T.dtype, T.indices.dtype)
     A, B = build(S, fa), build(T, fb)
+    S, T = canonical(S), canonical(T)  # what the matrices hold (see test_spmm_matches_scipy)
     assert_same_sparse(A + B, S + T, f"{fa} + {fb}")
     assert_same_sparse(A - B, S - T, f"{fa} - {fb}")
     assert_same_sparse(A.multiply(B), S.multiply(T), f"{fa}.multiply({fb})")
@@ -536,6 +548,7 @@ def test_transposes_broadcasts_and_stacks_match_scipy(data: Any) -> None:
     fa = data.draw(st.sampled_from(FORMATS))
     log("more", fa, S.shape, S.dtype, S.indices.dtype)
     A = build(S, fa)
+    S = canonical(S)  # what the matrix holds (see test_spmm_matches_scipy)
     # products with transposed and scipy operands; the result's index dtype
     T = data.draw(matrices((m, data.draw(st.integers(0, 5)))))
     if finite(S) and finite(T):
@@ -548,9 +561,8 @@ def test_transposes_broadcasts_and_stacks_match_scipy(data: Any) -> None:
         assert C.index_dtype == (np.int64 if wide else np.int32), f"spgemm index dtype {C.index_dtype}"
     # sparse rows and columns broadcast in multiply
     row, col = data.draw(matrices((1, n))), data.draw(matrices((m, 1)))
-    held = canonical(S)  # from_scipy sums duplicates first: with inf among them, 0 * inf no longer arises
-    assert_same_sparse(A.multiply(row), held.multiply(row), f"{fa}.multiply(sparse row)")
-    assert_same_sparse(A.multiply(col), held.multiply(col), f"{fa}.multiply(sparse column)")
+    assert_same_sparse(A.multiply(row), S.multiply(row), f"{fa}.multiply(sparse row)")
+    assert_same_sparse(A.multiply(col), S.multiply(col), f"{fa}.multiply(sparse column)")
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     D = values(rng, m * n, data.draw(st.sampled_from(DENSE_DTYPES)), 0.0).reshape(m, n)
     D[D == 0] = 2
@@ -606,6 +618,20 @@ def test_graph_analytics_match_networkx(data: Any) -> None:
             p = int(pred[v])
             if p >= 0:
                 assert np.isclose(dist[p] + C[p, v], dist[v]), f"dijkstra predecessor {p} of {v}"
+    signed = C.copy()
+    signed.data = signed.data - data.draw(st.sampled_from([0.0, 1.0, 2.5]))  # some weights negative
+    try:
+        want = scg.bellman_ford(signed, directed=True)
+    except scg.NegativeCycleError:
+        with pytest.raises(scg.NegativeCycleError):
+            csgraph.bellman_ford(signed, directed=True, backend=BACKEND)
+    else:
+        assert_close(csgraph.bellman_ford(signed, directed=True, backend=BACKEND), want, "bellman_ford, negative",
+                     check_dtype=False)
+        assert_close(csgraph.shortest_path(signed, method="J", backend=BACKEND), scg.johnson(signed),
+                     "johnson, negative", check_dtype=False)
+    if signed.nnz and (signed.data < 0).any():
+        expect_error(lambda: csgraph.dijkstra(signed, backend=BACKEND), ("negative", "csgraph"), "dijkstra negative")
     U = symmetric(S)
     G = nx.from_scipy_sparse_array(U)
     G.remove_edges_from(nx.selfloop_edges(G))
