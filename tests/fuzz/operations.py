@@ -643,6 +643,11 @@ def test_graph_analytics_match_networkx(data: Any) -> None:
         u, v, j = (np.asarray(host(a)) for a in csgraph.jaccard(plain, backend=BACKEND))
         want_j = {(a, b): c for a, b, c in nx.jaccard_coefficient(G, list(zip(u.tolist(), v.tolist())))}
         assert np.allclose(j, [want_j[a, b] for a, b in zip(u.tolist(), v.tolist())]), "jaccard vs networkx"
+    dense = C.toarray()
+    if n:  # [] is a 1-D list
+        assert_close(csgraph.laplacian(dense.tolist(), backend=BACKEND), scg.laplacian(dense.copy()),
+                     "laplacian(list)")
+    expect_error(lambda: csgraph.laplacian(dense != 0, backend=BACKEND), ("csgraph",), "laplacian of bools")
     lap = host(csgraph.laplacian(C, normed=True, backend=BACKEND))
     assert_close(lap.toarray() if sp.issparse(lap) else lap, scg.laplacian(C, normed=True).toarray(),
                  "laplacian(normed)", check_dtype=False)
