@@ -179,10 +179,10 @@ class ArithmeticMixin(StructureMixin):
         return self._canonical()._with_values(lambda values: abs(values))
 
     def __mul__(self, other: Any) -> Any:
-        return self.multiply(other)
+        return self._multiply(other)
 
     def __rmul__(self, other: Any) -> Any:
-        return self.multiply(other)
+        return self._multiply(other)
 
     def __truediv__(self, other: Any) -> Any:
         """``A / c`` as SciPy: ``A * (1 / c)``, in float64 for a real matrix; ``A / D`` for
@@ -227,7 +227,8 @@ class ArithmeticMixin(StructureMixin):
         ValueError
             Shapes that do not broadcast (both named).
         TypeError
-            Operands on different backends; a result dtype sparsegpu does not store.
+            ``other`` of another kind (such as ``A.T``, an operator); operands on different
+            backends; a result dtype sparsegpu does not store.
 
         Examples
         --------
@@ -240,6 +241,16 @@ class ArithmeticMixin(StructureMixin):
         >>> (2 * A).data.tolist(), (A / 2).dtype
         ([2.0, 4.0, 6.0], dtype('float64'))
         """
+        result = self._multiply(other)
+        if result is NotImplemented:
+            raise TypeError(f"other must be a scalar, a sparse matrix or a dense array, got {type(other).__name__}"
+                            + ("; A.T is an operator: use A.transpose() for a matrix"
+                               if hasattr(other, "spmv") else ""))
+        return result
+
+    def _multiply(self, other: Any) -> Any:
+        """:meth:`multiply`, NotImplemented for an operand of another kind (so that Python
+        tries the other operand's ``*``)."""
         scalar = as_scalar(other)
         if scalar is not None:
             return self._scaled(scalar)

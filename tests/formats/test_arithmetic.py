@@ -335,6 +335,17 @@ def test_multiply_by_sparse_vector_keeps_inf_times_implicit_zero(rng, fmt, other
     assert got.nnz == want.nnz
 
 
+@pytest.mark.parametrize("other", ["transpose", "text", "none", "object"])
+def test_multiply_by_an_operand_of_another_kind_raises(rng, other):
+    """The method raises (the operators return NotImplemented, so Python tries the other side)."""
+    A = make(random_sparse(rng, (4, 4)))
+    operand = {"transpose": A.T, "text": "x", "none": None, "object": object()}[other]
+    with pytest.raises(TypeError, match="other must be"):
+        A.multiply(operand)
+    with pytest.raises(TypeError):
+        A * operand
+
+
 def test_incompatible_dense_is_refused(rng):
     A = make(random_sparse(rng, (4, 5)))
     with pytest.raises(ValueError, match=r"\(4, 5\).*\(3,\)"):

@@ -266,6 +266,8 @@ def test_spgemm_matches_scipy(data: Any) -> None:
         if name not in ("any_pair",):
             assert_close(np.where(present, got_value, 0), np.where(present, value, 0), f"spgemm {name}",
                          check_dtype=False)
+    elif name not in ("plus_times",) and (S.dtype.kind == "c" or T.dtype.kind == "c"):
+        expect_error(lambda: sparsegpu.spgemm(A, B, semiring=name), ("semiring", "complex"), f"complex {name}")
     # invalid arguments
     W = build(sp.csr_array((kk + 1, n)), "csr")
     expect_error(lambda: A @ W, ("shape", "dimension", "mismatch", "inner"), "mismatched inner dimensions")
@@ -362,6 +364,7 @@ def test_arithmetic_matches_scipy(data: Any) -> None:
         expect_error(lambda: A.multiply(np.ones((m + 2, n + 2))), ("shape",), "multiply by a dense of wrong shape")
     expect_error(lambda: A + np.ones((1, 2, 3)), ("dimension", "shape"), "a 3-D operand")
     expect_error(lambda: A.multiply(np.array([["a"]])), ("dtype", "number"), "a string operand")
+    expect_error(lambda: A.multiply(A.T), ("other",), "multiply by the operator A.T")
     expect_error(lambda: A.sum(axis=2), ("axis",), "sum axis 2")
     expect_error(lambda: A.sum(axis=1.5), ("axis",), "sum axis 1.5")
     expect_error(lambda: A.diagonal(1.5), ("k",), "diagonal k=1.5")
