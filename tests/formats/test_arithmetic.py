@@ -318,6 +318,7 @@ def test_multiply_by_sparse_row_or_column(rng):
 
 @pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
 @pytest.mark.parametrize("other_shape", [(1, 5), (7, 1)])
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # inf * 0, on purpose
 def test_multiply_by_sparse_vector_keeps_inf_times_implicit_zero(rng, fmt, other_shape):
     """SciPy multiplies by the diagonal matrix of the vector's dense values, so an inf of the
     matrix facing an implicit zero of the vector gives NaN; only zero results drop."""

@@ -399,6 +399,9 @@ def test_constructors_match_scipy(data: Any) -> None:
         diagonals = [values(rng, max(0, min(m + min(o, 0), n - max(o, 0))), dtype, 0.3) for o in offsets]
         assert_same_sparse(sparsegpu.diags(diagonals, offsets, shape=(m, n), backend=BACKEND),
                            sp.diags_array(diagonals, offsets=offsets, shape=(m, n)), f"diags {offsets} ({m}, {n})")
+        value = dtype(data.draw(st.sampled_from([0, 1, -2.5])))  # a bare scalar: SciPy needs it in a list
+        assert_same_sparse(sparsegpu.diags(value, offsets[0], shape=(m, n), backend=BACKEND),
+                           sp.diags_array([value], offsets=[offsets[0]], shape=(m, n)).tocsr(), f"diags({value!r})")
     S, T = data.draw(matrices()), data.draw(matrices())
     if finite(S) and finite(T):
         # SciPy gives float64 for an empty kron whatever the dtypes; sparsegpu keeps the promotion
