@@ -112,15 +112,24 @@ def _host_input(csgraph: Any) -> Any:
         return csgraph.to_scipy()
     if sp.issparse(csgraph):
         _validate.check_scipy(csgraph)
+        _no_bool(csgraph.dtype)
         check_square(csgraph.shape)
         return csgraph
     if isinstance(csgraph, (str, bytes, dict, set)) or csgraph is None or np.isscalar(csgraph):
         raise TypeError(f"csgraph must be a sparse matrix or a 2-D array, got {type(csgraph).__name__}")
-    array = csgraph if isinstance(csgraph, np.ndarray) else np.asarray(csgraph)
+    array = csgraph if isinstance(csgraph, np.ndarray) else np.asarray(csgraph)  # array_like: SciPy needs .ndim
     if array.dtype.kind not in "biufc":
         raise TypeError(f"csgraph must hold numbers, got dtype {array.dtype}")
+    _no_bool(array.dtype)
     check_square(array.shape)
-    return csgraph
+    return array
+
+
+def _no_bool(dtype: np.dtype) -> None:
+    """SciPy's Laplacian writes degrees into the input's dtype, which a bool cannot hold."""
+    if dtype.kind == "b":
+        raise TypeError("csgraph has dtype bool, which cannot hold degrees; cast it first, e.g. "
+                        "csgraph.astype(np.int8)")
 
 
 def _device_laplacian(A: SparseMatrix, normed: bool, out_degree: bool, symmetrized: bool,

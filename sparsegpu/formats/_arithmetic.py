@@ -179,10 +179,10 @@ class ArithmeticMixin(StructureMixin):
         return self._canonical()._with_values(lambda values: abs(values))
 
     def __mul__(self, other: Any) -> Any:
-        return self.multiply(other)
+        return self._multiply(other)
 
     def __rmul__(self, other: Any) -> Any:
-        return self.multiply(other)
+        return self._multiply(other)
 
     def __truediv__(self, other: Any) -> Any:
         """``A / c`` as SciPy: ``A * (1 / c)``, in float64 for a real matrix; ``A / D`` for
@@ -227,7 +227,8 @@ class ArithmeticMixin(StructureMixin):
         ValueError
             Shapes that do not broadcast (both named).
         TypeError
-            Operands on different backends; a result dtype sparsegpu does not store.
+            ``other`` of another kind (such as ``A.T``, an operator); operands on different
+            backends; a result dtype sparsegpu does not store.
 
         Examples
         --------
@@ -240,6 +241,16 @@ class ArithmeticMixin(StructureMixin):
         >>> (2 * A).data.tolist(), (A / 2).dtype
         ([2.0, 4.0, 6.0], dtype('float64'))
         """
+        result = self._multiply(other)
+        if result is NotImplemented:
+            raise TypeError(f"other must be a scalar, a sparse matrix or a dense array, got {type(other).__name__}"
+                            + ("; A.T is an operator: use A.transpose() for a matrix"
+                               if hasattr(other, "spmv") else ""))
+        return result
+
+    def _multiply(self, other: Any) -> Any:
+        """:meth:`multiply`, NotImplemented for an operand of another kind (so that Python
+        tries the other operand's ``*``)."""
         scalar = as_scalar(other)
         if scalar is not None:
             return self._scaled(scalar)
@@ -283,7 +294,8 @@ class ArithmeticMixin(StructureMixin):
 
     def _multiply_sparse_vector(self, other: Any) -> Any:
         """Entry-wise product with a sparse row (1 x n) or column (m x 1), as SciPy: a product
-        with a diagonal matrix, so only stored entries of ``other`` count and zeros drop."""
+        with the diagonal matrix of ``other``'s dense values (every one stored, so an inf or NaN
+        entry of this matrix times an implicit zero gives NaN), results that are zero dropped."""
         if sp.issparse(other):
             other = self.formats["csr"].from_scipy(other, backend=self._backend)
         elif other.backend != self._backend:
@@ -297,15 +309,12 @@ class ArithmeticMixin(StructureMixin):
                              "another shape broadcasts only as a row or a column of this matrix)")
         other = other.to_csr()
         values = other.toarray().ravel()
-        ones = self._xp.ones(other.nnz, dtype=np.float32)  # every stored entry, explicit zeros included
-        present = self.formats["csr"]._make(ones, other.indices, other.indptr, other.shape, self._backend)
-        stored = present.toarray().ravel() != 0
         dtype = np.result_type(self._dtype, other.dtype)
         axis = 1 if self.format == "csc" else 0
         indptr, indices, data = self._canonical_lines(axis)
         majors = self._row_of_entries(indptr)
         position = indices if by_column == (axis == 0) else majors  # the column (row) of each entry
         product = data.astype(dtype) * values[position].astype(dtype)
-        kept = self._xp.flatnonzero(stored[position] & (product != 0))
+        kept = self._xp.flatnonzero(product != 0)
         new_indptr = convert.compress(majors[kept], indptr.size - 1, indptr.dtype, self._xp)
         return self._compressed((new_indptr, indices[kept], product[kept]), axis)

@@ -127,7 +127,10 @@ def eye(m: int, n: int | None = None, k: int = 0, dtype: Any = float, format: st
 
 
 def _diagonal_list(diagonals: Any, offsets: Any) -> tuple[list[Any], list[int]]:
-    """SciPy's reading of ``diagonals`` and ``offsets``: one diagonal per offset."""
+    """SciPy's reading of ``diagonals`` and ``offsets``: one diagonal per offset (a bare
+    scalar is one diagonal of that value, where SciPy fails on its missing length)."""
+    if np.isscalar(diagonals) or getattr(diagonals, "ndim", None) == 0:  # (np.ndim fails on ragged lists)
+        diagonals = [diagonals]
     single = np.ndim(offsets) == 0 if not is_device_array(offsets) else offsets.ndim == 0
     if single:
         if len(diagonals) and np.ndim(diagonals[0]) != 0 and not np.isscalar(diagonals[0]):

@@ -84,3 +84,20 @@ def test_gpu_laplacian_equals_scipy(rng, normed, use_out_degree, symmetrized):
     A32 = sparsegpu.from_scipy(S, backend="gpu", dtype=np.float32)
     assert csgraph.laplacian(A32).dtype == np.float32
     assert csgraph.laplacian(A, dtype=np.float32).dtype == np.float32
+
+
+def test_nested_list_gives_the_arrays_result(rng):
+    """A 2-D array_like is read as an array (SciPy's own laplacian needs ``.ndim``)."""
+    dense = rng.integers(0, 3, size=(5, 5))
+    for normed in (False, True):
+        got = csgraph.laplacian(dense.tolist(), normed=normed, backend="cpu")
+        np.testing.assert_array_equal(got, scipy_csgraph.laplacian(dense.copy(), normed=normed))
+
+
+@pytest.mark.parametrize("as_sparse", [False, True])
+def test_bool_graph_is_refused_naming_csgraph(rng, as_sparse):
+    """SciPy fails inside a ufunc on bool input (it writes degrees into the input's dtype)."""
+    dense = rng.random((4, 4)) < 0.5
+    graph = sp.csr_array(dense) if as_sparse else dense
+    with pytest.raises(TypeError, match="csgraph has dtype bool"):
+        csgraph.laplacian(graph, backend="cpu")

@@ -316,6 +316,37 @@ def test_multiply_by_sparse_row_or_column(rng):
         make(S).multiply(make(random_sparse(rng, (2, 5))))
 
 
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("other_shape", [(1, 5), (7, 1)])
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # inf * 0, on purpose
+def test_multiply_by_sparse_vector_keeps_inf_times_implicit_zero(rng, fmt, other_shape):
+    """SciPy multiplies by the diagonal matrix of the vector's dense values, so an inf of the
+    matrix facing an implicit zero of the vector gives NaN; only zero results drop."""
+    S = random_sparse(rng, (7, 5), density=0.6)
+    entry = rng.integers(0, S.nnz)
+    S.data[entry] = rng.choice([np.inf, -np.inf])
+    row, col = np.repeat(np.arange(7), np.diff(S.indptr))[entry], S.indices[entry]
+    values = rng.standard_normal(other_shape)
+    values.flat[col if other_shape[0] == 1 else row] = 0  # an implicit zero facing the inf
+    vector = sp.csr_array(values)
+    want = S.multiply(vector)
+    got = make(S, fmt).multiply(vector)
+    assert np.isnan(want.toarray()).any()
+    np.testing.assert_array_equal(dense(got), want.toarray())
+    assert got.nnz == want.nnz
+
+
+@pytest.mark.parametrize("other", ["transpose", "text", "none", "object"])
+def test_multiply_by_an_operand_of_another_kind_raises(rng, other):
+    """The method raises (the operators return NotImplemented, so Python tries the other side)."""
+    A = make(random_sparse(rng, (4, 4)))
+    operand = {"transpose": A.T, "text": "x", "none": None, "object": object()}[other]
+    with pytest.raises(TypeError, match="other must be"):
+        A.multiply(operand)
+    with pytest.raises(TypeError):
+        A * operand
+
+
 def test_incompatible_dense_is_refused(rng):
     A = make(random_sparse(rng, (4, 5)))
     with pytest.raises(ValueError, match=r"\(4, 5\).*\(3,\)"):
