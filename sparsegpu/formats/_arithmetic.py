@@ -255,6 +255,9 @@ class ArithmeticMixin(StructureMixin):
         if scalar is not None:
             return self._scaled(scalar)
         if sp.issparse(other) or isinstance(other, StructureMixin):
+            if other.ndim != 2:
+                raise ValueError(f"other must be a 2-D sparse matrix, got a {other.ndim}-D sparse array "
+                                 f"of shape {tuple(other.shape)}")
             if tuple(other.shape) == self._shape:
                 return self._binary_sparse(other, "multiply")
             return self._multiply_sparse_vector(other)

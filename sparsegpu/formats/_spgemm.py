@@ -84,7 +84,11 @@ def _csr_class() -> Any:
 
 def _operand(name: str, X: Any) -> Any:
     """``X`` as a SparseMatrix, a TransposedOperator of one, or a scipy sparse array/matrix."""
-    if isinstance(X, (_base.SparseMatrix, _base.TransposedOperator)) or sp.issparse(X):
+    if isinstance(X, (_base.SparseMatrix, _base.TransposedOperator)):
+        return X
+    if sp.issparse(X):
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be a 2-D sparse matrix, got a {X.ndim}-D sparse array of shape {X.shape}")
         return X
     raise TypeError(f"{name} must be a sparsegpu matrix (or its .T) or a scipy sparse matrix, got {type(X).__name__}")
 

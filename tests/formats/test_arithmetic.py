@@ -622,3 +622,9 @@ def test_gpu_real_matrices(name):
     assert (A - A).nnz == 0
     assert A.max().item() == S.max()  # complex matrices compare lexicographically
     np.testing.assert_array_equal(A.diagonal().get(), S.diagonal())
+
+
+def test_multiply_by_a_one_dimensional_sparse_array_names_other(rng):
+    A = sparsegpu.from_scipy(sp.random_array((4, 3), density=0.5, rng=rng, format="csr"), backend="cpu")
+    with pytest.raises(ValueError, match="other must be a 2-D sparse matrix"):
+        A.multiply(sp.coo_array(rng.random(3)))

@@ -562,3 +562,11 @@ def test_int64_operands_give_int64_indices():
     C = spgemm(A, A)
     assert C.index_dtype == np.int64 and C.indptr.dtype == np.int64
     assert_same_pattern_and_values(C, scipy_product(S, S), np.float64)
+
+
+def test_one_dimensional_sparse_operand_is_refused_by_name(rng):
+    A = sparsegpu.from_scipy(sp.random_array((4, 3), density=0.5, rng=rng, format="csr"), backend="cpu")
+    with pytest.raises(ValueError, match="B must be a 2-D sparse matrix"):
+        A @ sp.coo_array(rng.random(3))
+    with pytest.raises(ValueError, match="A must be a 2-D sparse matrix"):
+        sparsegpu.spgemm(sp.coo_array(rng.random(4)), A)
