@@ -31,7 +31,13 @@ import numpy as np
 
 from sparsegpu import _validate, primitives
 from sparsegpu._backend import array_module, to_host
-from sparsegpu._kernels import INDEX_DTYPES, VALUE_DTYPES, KernelFile, allow_dynamic_shared, blocks_for
+from sparsegpu._kernels import (
+    INDEX_DTYPES,
+    VALUE_DTYPES,
+    KernelFile,
+    allow_dynamic_shared,
+    blocks_for,
+)
 from sparsegpu.formats import _semiring
 from sparsegpu.reference import spgemm as reference
 from sparsegpu.semiring import Semiring

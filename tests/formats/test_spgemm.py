@@ -397,7 +397,7 @@ class EmulatedKernels:
         return None if isinstance(m_indptr, np.uint64) else (m_indptr, m_indices)
 
     def plan(self, args):
-        (m, a_indptr, a_indices, b_indptr, m_indptr, complement, n_cols, *caps, entry_bytes, esc_overhead,
+        (_, a_indptr, a_indices, b_indptr, m_indptr, complement, n_cols, *caps, entry_bytes, esc_overhead,
          row_overhead, bins, costs, stats) = args
         assert (esc_overhead, row_overhead) == (ref.ESC_OVERHEAD_BYTES, ref.ROW_OVERHEAD_BYTES)
         products = ref.upper_bounds(a_indptr, a_indices, b_indptr)
@@ -432,12 +432,12 @@ class EmulatedKernels:
             cursors[b] += np.uint64(rows.size)
 
     def count_kept(self, args):
-        m, indptr, data, kept = args
+        _, indptr, data, kept = args
         before = np.concatenate([[0], np.cumsum(data != 0)])
         kept[:] = before[indptr[1:]] - before[indptr[:-1]]
 
     def drop_zeros(self, args):
-        m, indptr, kept_ptr, indices, data, out_indices, out_data = args
+        _, indptr, kept_ptr, indices, data, out_indices, out_data = args
         keep = data != 0
         out_indices[:] = indices[keep]
         out_data[:] = data[keep]
@@ -519,6 +519,40 @@ def test_device_host_code_every_dtype(rng, dtype, index_dtype, monkeypatch):
     C = sparsegpu.CSR((data, indices, indptr), (S.shape[0], T.shape[1]), backend="cpu")
     assert data.dtype == dtype and indices.dtype == index_dtype
     assert_same_pattern_and_values(C, scipy_product(S, T), dtype)
+
+
+def test_device_host_code_few_reads_and_blocks_in_place(rng, monkeypatch):
+    # One block without ESC rows: two stats reads and the zero count; no ESC launch. Many blocks:
+    # the rows written in place into one output, bitwise the one-block result.
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    reads = []
+    monkeypatch.setattr(_spgemm, "to_host", lambda x: reads.append(x.size) or np.array(x, copy=True))
+    S, T = random_csr(rng, 90, 70, 0.08), random_csr(rng, 70, 80, 0.08)
+    S.data[::4] = 0.0
+    a, b = (S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data)
+    kernels = EmulatedKernels(None, rng)
+    whole = _spgemm.device_spgemm(a, b, (90, 80), None, None, False, 1 << 40, xp=np, kernels=kernels)
+    assert reads == [_spgemm.STATS, _spgemm.STATS]
+    assert not any(k.startswith("spgemm_expand") for k in kernels.launches)
+    assert any(k.startswith("spgemm_drop_zeros") for k in kernels.launches)
+    expected = scipy_product(S, T)
+    assert np.array_equal(whole[0], expected.indptr) and np.array_equal(whole[1], expected.indices)
+    for max_bytes in (3000, 600):  # a few rows, then one row per block
+        kernels = EmulatedKernels(None, rng)
+        blocked = _spgemm.device_spgemm(a, b, (90, 80), None, None, False, max_bytes, xp=np, kernels=kernels)
+        assert sum(k.startswith("spgemm_count_bins") for k in kernels.launches) > 4  # two per block
+        for got, want in zip(blocked, whole):
+            assert got.tobytes() == want.tobytes()
+
+
+def test_device_product_too_large_raises_memory_error(rng, monkeypatch):
+    S, T = every_bin_operands(rng)
+    a, b = (S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data)
+    monkeypatch.setattr(_spgemm._validate, "available_bytes", lambda backend: 1000)
+    kernels = EmulatedKernels(None)
+    with pytest.raises(MemoryError, match=r"product has [\d,]+ entries"):
+        _spgemm.device_spgemm(a, b, (S.shape[0], T.shape[1]), None, None, False, 1 << 40, xp=np, kernels=kernels)
+    assert not any(k.endswith("true>") for k in kernels.launches)  # no numeric phase ran
 
 
 def test_shared_layout_fits_every_bin():
