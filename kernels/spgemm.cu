@@ -280,13 +280,13 @@ __device__ __forceinline__ void fill_row(Shared<V, I, NT, TABLE>& sh, const long
 
 }  // namespace spgemm
 
-// One group of NT threads per listed row: rows[r] (global row numbers), r < n_rows. Symbolic
-// (NUMERIC false): counts[r] = the row's entries. Numeric: the row's sorted columns and values
-// at c_indices / c_data + offsets[r]. Launch: NT = 32 -> blocks of 32 * SPGEMM_WARP_GROUPS
+// One group of NT threads per listed row: row = rows[r] (a row of C), r < n_rows. Symbolic
+// (NUMERIC false): counts[row] = the row's entries. Numeric: the row's sorted columns and values
+// at c_indices / c_data + indptr[row]. Launch: NT = 32 -> blocks of 32 * SPGEMM_WARP_GROUPS
 // threads, else blocks of NT; dynamic shared memory = groups per block * Shared::bytes().
 template <class V, class I, class S, int NT, int TABLE, bool NUMERIC>
 __global__ void spgemm_rows(const long long n_rows, const long long* __restrict__ rows,
-                            const long long* __restrict__ offsets, long long* __restrict__ counts,
+                            const long long* __restrict__ indptr, long long* __restrict__ counts,
                             const I* __restrict__ a_indptr, const I* __restrict__ a_indices,
                             const V* __restrict__ a_data, const I* __restrict__ b_indptr,
                             const I* __restrict__ b_indices, const V* __restrict__ b_data,
@@ -311,9 +311,9 @@ __global__ void spgemm_rows(const long long n_rows, const long long* __restrict_
         });
     spgemm::group_sync<NT>();
     if constexpr (!NUMERIC) {
-        if (tid == 0) counts[r] = *sh.count;
+        if (tid == 0) counts[row] = *sh.count;
     } else {
-        spgemm::fill_row<S, NT, TABLE>(sh, row, offsets[r], a_indptr, a_indices, a_data, b_indptr, b_indices, b_data,
+        spgemm::fill_row<S, NT, TABLE>(sh, row, indptr[row], a_indptr, a_indices, a_data, b_indptr, b_indices, b_data,
                                        m_indptr, m_indices, complement, c_indices, c_data);
     }
 }
@@ -350,4 +350,164 @@ __global__ void spgemm_fold_runs(const long long n_runs, const long long* __rest
     V folded = S::identity();
     for (long long i = run_ptr[r]; i < run_ptr[r + 1]; ++i) folded = S::add(folded, values[i]);
     out[r] = folded;
+}
+
+// ---------------------------------------------------------------- planning, binning, zeros
+// The rules are the NumPy reference's (upper_bounds, output_bounds, bin_rows, row_costs); the
+// host passes their constants. Stats arrays (unsigned long long, zeroed by the host) hold:
+// [0, SPGEMM_BINS) rows per bin (hash bins, then ESC), the plan's summed costs, ESC products and
+// products, a block's output total, then one list cursor per bin.
+inline constexpr int SPGEMM_BINS = 4;  // three hash bins and ESC
+inline constexpr int SPGEMM_ESC = 3;
+inline constexpr int SPGEMM_STAT_COST = 4;
+inline constexpr int SPGEMM_STAT_ESC_PRODUCTS = 5;
+inline constexpr int SPGEMM_STAT_PRODUCTS = 6;
+inline constexpr int SPGEMM_STAT_TOTAL = 7;
+inline constexpr int SPGEMM_STAT_CURSOR = 8;
+
+namespace spgemm {
+// The first capacity holding `length` (SPGEMM_ESC past them all), -1 for an empty row.
+__device__ __forceinline__ int bin_of(long long length, long long cap0, long long cap1, long long cap2) {
+    return length <= 0 ? -1 : length <= cap0 ? 0 : length <= cap1 ? 1 : length <= cap2 ? 2 : SPGEMM_ESC;
+}
+}  // namespace spgemm
+
+// One warp per row of C (grid-stride): products = the sum of B's row lengths over A's row;
+// bound = min(products, n_cols, the mask row's length unless complement); bin of the bound; cost
+// = 2 bound entry_bytes + (ESC: products (2 entry_bytes + esc_overhead)) + row_overhead. Writes
+// bins[row] and costs[row]; adds rows per bin, costs, ESC products and products to stats (one
+// atomic per block and counter).
+template <class I>
+__global__ void spgemm_plan(const long long m, const I* __restrict__ a_indptr, const I* __restrict__ a_indices,
+                            const I* __restrict__ b_indptr, const I* __restrict__ m_indptr, const int complement,
+                            const long long n_cols, const long long cap0, const long long cap1, const long long cap2,
+                            const long long entry_bytes, const long long esc_overhead, const long long row_overhead,
+                            signed char* __restrict__ bins, long long* __restrict__ costs,
+                            unsigned long long* __restrict__ stats) {
+    __shared__ unsigned long long block_stats[SPGEMM_STAT_PRODUCTS + 1];
+    if (threadIdx.x <= SPGEMM_STAT_PRODUCTS) block_stats[threadIdx.x] = 0;
+    __syncthreads();
+    const int lane = threadIdx.x % 32;
+    const long long warps = (long long)gridDim.x * (blockDim.x / 32);
+    for (long long row = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; row < m; row += warps) {
+        long long products = 0;
+        const long long end = a_indptr[row + 1];
+        for (long long e = (long long)a_indptr[row] + lane; e < end; e += 32) {
+            const I k = a_indices[e];
+            products += (long long)b_indptr[k + 1] - (long long)b_indptr[k];
+        }
+#pragma unroll
+        for (int offset = 16; offset > 0; offset /= 2) products += __shfl_down_sync(sg::FULL_MASK, products, offset);
+        if (lane == 0) {
+            long long bound = min(products, n_cols);
+            if (m_indptr != nullptr && !complement)
+                bound = min(bound, (long long)m_indptr[row + 1] - (long long)m_indptr[row]);
+            const int bin = spgemm::bin_of(bound, cap0, cap1, cap2);
+            const bool esc = bin == SPGEMM_ESC;
+            const long long cost =
+                2 * bound * entry_bytes + (esc ? products * (2 * entry_bytes + esc_overhead) : 0) + row_overhead;
+            bins[row] = (signed char)bin;
+            costs[row] = cost;
+            if (bin >= 0) atomicAdd(&block_stats[bin], 1ull);
+            atomicAdd(&block_stats[SPGEMM_STAT_COST], (unsigned long long)cost);
+            if (esc) atomicAdd(&block_stats[SPGEMM_STAT_ESC_PRODUCTS], (unsigned long long)products);
+            atomicAdd(&block_stats[SPGEMM_STAT_PRODUCTS], (unsigned long long)products);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x <= SPGEMM_STAT_PRODUCTS && block_stats[threadIdx.x] != 0)
+        atomicAdd(&stats[threadIdx.x], block_stats[threadIdx.x]);
+}
+
+// Rows lo:hi's bins for one phase, counted into stats[0, SPGEMM_BINS). counts == nullptr: the
+// bins as they are (the plan's, by bound). Otherwise each hash row is rebinned by its exact count
+// (ESC rows stay ESC). With indptr, stats[SPGEMM_STAT_TOTAL] = indptr[hi].
+template <class I>
+__global__ void spgemm_count_bins(const long long lo, const long long hi, const long long* __restrict__ counts,
+                                  const long long cap0, const long long cap1, const long long cap2,
+                                  signed char* __restrict__ bins, const long long* __restrict__ indptr,
+                                  unsigned long long* __restrict__ stats) {
+    __shared__ unsigned long long block_counts[SPGEMM_BINS];
+    if (threadIdx.x < SPGEMM_BINS) block_counts[threadIdx.x] = 0;
+    __syncthreads();
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long row = lo + (long long)blockIdx.x * blockDim.x + threadIdx.x; row < hi; row += stride) {
+        int bin = bins[row];
+        if (counts != nullptr && bin != SPGEMM_ESC) {
+            bin = spgemm::bin_of(counts[row], cap0, cap1, cap2);
+            bins[row] = (signed char)bin;
+        }
+        if (bin >= 0) atomicAdd(&block_counts[bin], 1ull);
+    }
+    __syncthreads();
+    if (threadIdx.x < SPGEMM_BINS && block_counts[threadIdx.x] != 0)
+        atomicAdd(&stats[threadIdx.x], block_counts[threadIdx.x]);
+    if (indptr != nullptr && blockIdx.x == 0 && threadIdx.x == 0) stats[SPGEMM_STAT_TOTAL] = indptr[hi];
+}
+
+// Rows lo:hi listed by bin: bin b's rows at lists[start_b:start_b + bin_rows[b]), start_b = the
+// rows of the bins before it. The order within a bin is arbitrary (warp-aggregated atomics on
+// cursors, zeroed): each row is computed on its own, so the result does not depend on it.
+template <class I>
+__global__ void spgemm_list_rows(const long long lo, const long long hi, const signed char* __restrict__ bins,
+                                 const unsigned long long* __restrict__ bin_rows,
+                                 unsigned long long* __restrict__ cursors, long long* __restrict__ lists) {
+    const int lane = threadIdx.x % 32;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    // Whole warps iterate together: the match and the shuffle need every lane.
+    for (long long base = lo + (long long)blockIdx.x * blockDim.x + threadIdx.x - lane; base < hi; base += stride) {
+        const long long row = base + lane;
+        const int bin = row < hi ? (int)bins[row] : -1;
+        const unsigned peers = __match_any_sync(sg::FULL_MASK, bin);
+        const int leader = __ffs(peers) - 1;
+        unsigned long long at = 0;
+        if (bin >= 0 && lane == leader) at = atomicAdd(&cursors[bin], (unsigned long long)__popc(peers));
+        at = __shfl_sync(sg::FULL_MASK, at, leader);
+        if (bin >= 0) {
+            unsigned long long start = 0;
+            for (int b = 0; b < bin; ++b) start += bin_rows[b];
+            lists[start + at + __popc(peers & ((1u << lane) - 1u))] = row;
+        }
+    }
+}
+
+// kept[row] = the entries of C's row whose value is not zero (one warp per row, grid-stride).
+template <class V, class I>
+__global__ void spgemm_count_kept(const long long m, const long long* __restrict__ indptr, const V* __restrict__ data,
+                                  long long* __restrict__ kept) {
+    const int lane = threadIdx.x % 32;
+    const long long warps = (long long)gridDim.x * (blockDim.x / 32);
+    for (long long row = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; row < m; row += warps) {
+        long long n = 0;
+        const long long end = indptr[row + 1];
+        for (long long p = indptr[row] + lane; p < end; p += 32) n += sg::is_zero(data[p]) ? 0 : 1;
+#pragma unroll
+        for (int offset = 16; offset > 0; offset /= 2) n += __shfl_down_sync(sg::FULL_MASK, n, offset);
+        if (lane == 0) kept[row] = n;
+    }
+}
+
+// C without its zero values: each row's other entries, in order, from kept_ptr[row] of
+// out_indices / out_data (one warp per row, grid-stride).
+template <class V, class I>
+__global__ void spgemm_drop_zeros(const long long m, const long long* __restrict__ indptr,
+                                  const long long* __restrict__ kept_ptr, const I* __restrict__ indices,
+                                  const V* __restrict__ data, I* __restrict__ out_indices, V* __restrict__ out_data) {
+    const int lane = threadIdx.x % 32;
+    const long long warps = (long long)gridDim.x * (blockDim.x / 32);
+    for (long long row = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; row < m; row += warps) {
+        long long out = kept_ptr[row];
+        const long long end = indptr[row + 1];
+        for (long long base = indptr[row]; base < end; base += 32) {
+            const long long p = base + lane;
+            const bool keep = p < end && !sg::is_zero(data[p]);
+            const unsigned ballot = __ballot_sync(sg::FULL_MASK, keep);
+            if (keep) {
+                const long long q = out + __popc(ballot & ((1u << lane) - 1u));
+                out_indices[q] = indices[p];
+                out_data[q] = data[p];
+            }
+            out += __popc(ballot);
+        }
+    }
 }

@@ -13,7 +13,9 @@ call's high-water mark, rounded up to the pool's block sizes). 0 on the CPU back
 Check: the baseline's result is compared with ours (pattern and values, float64 relative
 tolerance 1e-10, float32 1e-4, scaled by the largest entry); a difference is reported as
 ``"baseline wrong: ..."`` (cupyx returns an empty matrix on R-MAT scale 18) and a
-failure as ``"baseline failed: ..."``.
+failure as ``"baseline failed: ..."``. A product ours cannot compute (a MemoryError for an
+output past the device's memory, among others) is reported in ``status`` as ``"ours failed:
+..."``, and the run goes on with the next product.
 
 >>> from sparsegpu import datasets
 >>> rows = run_spgemm({"poisson2d_8": datasets.poisson2d(8)}, products=("AA",), backend="cpu", repeat=2)
@@ -140,15 +142,20 @@ def bench_product(name: str, S: sp.csr_array, product: str, backend: str = "gpu"
     def ours_call() -> Any:
         return spgemm(A, B)
 
-    ours_peak = peak_pool_bytes(ours_call, backend)
-    ours = ours_call()
-    ours_host = ours.to_scipy()
-    row: dict[str, Any] = {
-        "matrix": name, "product": product, "rows": S.shape[0], "cols": S.shape[1], "nnz": S.nnz,
-        "out_nnz": ours.nnz, "baseline": "cupyx" if backend == "gpu" else "scipy",
-        "ours_ms": measure(lambda i: ours_call(), backend, repeat=repeat, warmup=0).seconds * 1e3,
-        "ours_peak_bytes": ours_peak,
-    }
+    row: dict[str, Any] = {"matrix": name, "product": product, "rows": S.shape[0], "cols": S.shape[1],
+                           "nnz": S.nnz, "baseline": "cupyx" if backend == "gpu" else "scipy"}
+    try:
+        ours_peak = peak_pool_bytes(ours_call, backend)
+        ours = ours_call()
+        ours_host = ours.to_scipy()
+        row.update({"out_nnz": ours.nnz, "ours_peak_bytes": ours_peak,
+                    "ours_ms": measure(lambda i: ours_call(), backend, repeat=repeat, warmup=0).seconds * 1e3})
+    except Exception as exc:  # the device's memory among them: reported, and the run goes on
+        ours = None
+        row.update({"status": f"ours failed: {type(exc).__name__}: {exc}", "baseline_status": "not run"})
+        return row
+    del ours
+    row["status"] = "ok"
     row.update(_bench_baseline(left, right, ours_host, backend, repeat))
     if row.get("baseline_ms"):
         row["speedup"] = row["baseline_ms"] / row["ours_ms"]
@@ -187,17 +194,23 @@ def format_rows(rows: Sequence[Mapping[str, Any]]) -> str:
     """A plain-text table of :func:`run_spgemm`'s rows.
 
     >>> print(format_rows([{"matrix": "m", "product": "AA", "out_nnz": 3, "ours_ms": 1.0, "ours_peak_bytes": 2**20,
-    ...                     "baseline_ms": 2.0, "baseline_peak_bytes": 2**21, "speedup": 2.0, "baseline_status": "ok"}]))
+    ...                     "baseline_ms": 2.0, "baseline_peak_bytes": 2**21, "speedup": 2.0, "baseline_status": "ok"},
+    ...                    {"matrix": "big", "product": "AA", "status": "ours failed: MemoryError: ...",
+    ...                     "baseline_status": "not run"}]))
     matrix  product  out_nnz  ours ms  base ms  speedup  ours MiB  base MiB  baseline
     m       AA       3        1.000    2.000    2.00     1.0       2.0       ok
+    big     AA       -        -        -        -        -         -         ours failed: MemoryError: ...
     """
     header = ["matrix", "product", "out_nnz", "ours ms", "base ms", "speedup", "ours MiB", "base MiB", "baseline"]
     table = [header]
     for r in rows:
-        table.append([str(r["matrix"]), str(r["product"]), str(r["out_nnz"]), f"{r['ours_ms']:.3f}",
+        failed = "ours_ms" not in r
+        table.append([str(r["matrix"]), str(r["product"]), "-" if failed else str(r["out_nnz"]),
+                      "-" if failed else f"{r['ours_ms']:.3f}",
                       f"{r['baseline_ms']:.3f}" if "baseline_ms" in r else "-",
-                      f"{r['speedup']:.2f}" if "speedup" in r else "-", f"{r['ours_peak_bytes'] / 2**20:.1f}",
+                      f"{r['speedup']:.2f}" if "speedup" in r else "-",
+                      "-" if failed else f"{r['ours_peak_bytes'] / 2**20:.1f}",
                       f"{r['baseline_peak_bytes'] / 2**20:.1f}" if "baseline_peak_bytes" in r else "-",
-                      str(r["baseline_status"])])
+                      str(r["status"]) if failed else str(r["baseline_status"])])
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table)

@@ -44,7 +44,7 @@ Pattern = tuple[np.ndarray, np.ndarray]
 
 #: Bytes of device memory one product costs in the ESC path, beyond its column and value
 #: (counted twice: expanded and sorted): its entry and row numbers, keep flag, the three int64
-#: sort keys, the permutation and the sort's scratch (sparsegpu/formats/_spgemm.py's ESC path).
+#: sort keys, the permutation and the sort's scratch (sparsegpu/formats/_spgemm_device.py's ESC path).
 ESC_OVERHEAD_BYTES = 128
 #: Bytes per row of a block beyond its entries: counts, pointers, bin lists.
 ROW_OVERHEAD_BYTES = 48

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 import sparsegpu
 from sparsegpu import datasets
 from sparsegpu import semiring as sr
-from sparsegpu.formats import _spgemm
+from sparsegpu.formats import _spgemm_device as _spgemm
 from sparsegpu.formats._spgemm import spgemm
 from sparsegpu.reference import spgemm as ref
 from tests.conftest import REAL_MATRICES, requires_matrices, to_numpy
@@ -365,12 +365,14 @@ def test_hash_row_walk_matches_the_reference(rng, semiring):
 
 class EmulatedKernels:
     """kernels/spgemm.cu's kernels as NumPy functions of the same arguments, one call per
-    launch (the hash rows through the reference's :func:`hash_row`): the GPU path's host code
-    runs on them without a GPU."""
+    launch (the hash rows through the reference's :func:`hash_row`, the plan through its
+    bounds, bins and costs): the GPU path's host code runs on them without a GPU. Rows are
+    listed in a shuffled order within each bin, as the kernel's atomics may list them."""
 
-    def __init__(self, semiring):
+    def __init__(self, semiring, rng=None):
         semiring = semiring or sr.plus_times
         self.semiring = semiring
+        self.rng = rng or np.random.default_rng(0)
         self.launches: list[str] = []
 
     def __call__(self, template):
@@ -380,7 +382,12 @@ class EmulatedKernels:
             threads, table, phase = (part.strip() for part in template[:-1].split(",")[-3:])
             return lambda grid, block, args, shared_mem=0: self.rows(int(threads), int(table), phase == "true", args)
         return {"spgemm_expand": lambda grid, block, args: self.expand(args),
-                "spgemm_fold_runs": lambda grid, block, args: self.fold(args)}[name]
+                "spgemm_fold_runs": lambda grid, block, args: self.fold(args),
+                "spgemm_plan": lambda grid, block, args: self.plan(args),
+                "spgemm_count_bins": lambda grid, block, args: self.count_bins(args),
+                "spgemm_list_rows": lambda grid, block, args: self.list_rows(args),
+                "spgemm_count_kept": lambda grid, block, args: self.count_kept(args),
+                "spgemm_drop_zeros": lambda grid, block, args: self.drop_zeros(args)}[name]
 
     def parts(self, dtype):
         return self.semiring.add.ufunc, self.semiring.mul.apply, self.semiring.identity(dtype)
@@ -389,19 +396,67 @@ class EmulatedKernels:
     def mask_of(m_indptr, m_indices):
         return None if isinstance(m_indptr, np.uint64) else (m_indptr, m_indices)
 
+    def plan(self, args):
+        (_, a_indptr, a_indices, b_indptr, m_indptr, complement, n_cols, *caps, entry_bytes, esc_overhead,
+         row_overhead, bins, costs, stats) = args
+        assert (esc_overhead, row_overhead) == (ref.ESC_OVERHEAD_BYTES, ref.ROW_OVERHEAD_BYTES)
+        products = ref.upper_bounds(a_indptr, a_indices, b_indptr)
+        mask_lengths = None if isinstance(m_indptr, np.uint64) else np.diff(m_indptr)
+        bounds = ref.output_bounds(products, int(n_cols), mask_lengths, bool(complement))
+        bins[:] = ref.bin_rows(bounds, tuple(int(c) for c in caps))
+        esc = bins == len(caps)
+        costs[:] = ref.row_costs(products, bounds, esc, int(entry_bytes))
+        stats[:len(caps) + 1] += np.bincount(bins[bins >= 0], minlength=len(caps) + 1).astype(np.uint64)
+        stats[_spgemm.STAT_COST] += np.uint64(costs.sum())
+        stats[_spgemm.STAT_ESC_PRODUCTS] += np.uint64(products[esc].sum())
+        stats[_spgemm.STAT_PRODUCTS] += np.uint64(products.sum())
+
+    def count_bins(self, args):
+        lo, hi, counts, *caps, bins, indptr, stats = args
+        lo, hi = int(lo), int(hi)
+        if not isinstance(counts, np.uint64):
+            rebinned = ref.bin_rows(counts[lo:hi], tuple(int(c) for c in caps))
+            bins[lo:hi] = np.where(bins[lo:hi] == len(caps), len(caps), rebinned)
+        block = bins[lo:hi]
+        stats[:len(caps) + 1] += np.bincount(block[block >= 0], minlength=len(caps) + 1).astype(np.uint64)
+        if not isinstance(indptr, np.uint64):
+            stats[_spgemm.STAT_TOTAL] = indptr[hi]
+
+    def list_rows(self, args):
+        lo, hi, bins, bin_rows, cursors, lists = args
+        starts = np.concatenate([[0], np.cumsum(bin_rows[:_spgemm.ESC_BIN + 1].astype(np.int64))])
+        for b in range(_spgemm.ESC_BIN + 1):
+            rows = int(lo) + np.flatnonzero(bins[int(lo):int(hi)] == b)
+            assert rows.size == bin_rows[b] and cursors[b] == 0
+            lists[starts[b]:starts[b] + rows.size] = self.rng.permutation(rows)
+            cursors[b] += np.uint64(rows.size)
+
+    def count_kept(self, args):
+        _, indptr, data, kept = args
+        before = np.concatenate([[0], np.cumsum(data != 0)])
+        kept[:] = before[indptr[1:]] - before[indptr[:-1]]
+
+    def drop_zeros(self, args):
+        _, indptr, kept_ptr, indices, data, out_indices, out_data = args
+        keep = data != 0
+        out_indices[:] = indices[keep]
+        out_data[:] = data[keep]
+        assert np.array_equal(kept_ptr, np.concatenate([[0], np.cumsum(keep)])[indptr])
+
     def rows(self, threads, table, numeric, args):
-        n_rows, rows, offsets, counts, *operands, m_indptr, m_indices, complement, c_indices, c_data = args
+        n_rows, rows, indptr, counts, *operands, m_indptr, m_indices, complement, c_indices, c_data = args
         a, b = tuple(operands[:3]), tuple(operands[3:])
         add, mul, identity = self.parts(a[2].dtype)
         for r in range(int(n_rows)):
-            keys, values = ref.hash_row(int(rows[r]), a, b, add, mul, identity, self.mask_of(m_indptr, m_indices),
+            row = int(rows[r])
+            keys, values = ref.hash_row(row, a, b, add, mul, identity, self.mask_of(m_indptr, m_indices),
                                         bool(complement), threads, table)
             assert keys.size <= table // 2  # what the bin promises the kernel
             if numeric:
-                c_indices[offsets[r]:offsets[r] + keys.size] = keys
-                c_data[offsets[r]:offsets[r] + keys.size] = values
+                c_indices[indptr[row]:indptr[row] + keys.size] = keys
+                c_data[indptr[row]:indptr[row] + keys.size] = values
             else:
-                counts[r] = keys.size
+                counts[row] = keys.size
 
     def expand(self, args):
         (n, entry_of, entry_start, a_position, a_row, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr,
@@ -438,7 +493,7 @@ def test_device_host_code_on_emulated_kernels(rng, semiring, index_dtype, monkey
     for mask, complement, max_bytes in ((None, False, 1 << 40), (pattern, False, 1 << 40), (pattern, True, 20_000),
                                         (None, False, 30_000)):
         kernels = EmulatedKernels(semiring)
-        indptr, indices, data = _spgemm._device_spgemm(a, b, (S.shape[0], T.shape[1]), semiring, mask, complement,
+        indptr, indices, data = _spgemm.device_spgemm(a, b, (S.shape[0], T.shape[1]), semiring, mask, complement,
                                                        max_bytes, xp=np, kernels=kernels)
         expected = spgemm(A, B, semiring=semiring, mask=None if mask is None else M, complement=complement)
         # A mask of half the columns keeps every bound within the largest hash table.
@@ -459,11 +514,45 @@ def test_device_host_code_every_dtype(rng, dtype, index_dtype, monkeypatch):
         S.data = S.data + 1j * rng.uniform(-1, 1, S.nnz)
     a = (S.indptr.astype(index_dtype), S.indices.astype(index_dtype), S.data.astype(dtype))
     b = (T.indptr.astype(index_dtype), T.indices.astype(index_dtype), T.data.astype(dtype))
-    indptr, indices, data = _spgemm._device_spgemm(a, b, (S.shape[0], T.shape[1]), None, None, False, 50_000,
+    indptr, indices, data = _spgemm.device_spgemm(a, b, (S.shape[0], T.shape[1]), None, None, False, 50_000,
                                                    xp=np, kernels=EmulatedKernels(None))
     C = sparsegpu.CSR((data, indices, indptr), (S.shape[0], T.shape[1]), backend="cpu")
     assert data.dtype == dtype and indices.dtype == index_dtype
     assert_same_pattern_and_values(C, scipy_product(S, T), dtype)
+
+
+def test_device_host_code_few_reads_and_blocks_in_place(rng, monkeypatch):
+    # One block without ESC rows: two stats reads and the zero count; no ESC launch. Many blocks:
+    # the rows written in place into one output, bitwise the one-block result.
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    reads = []
+    monkeypatch.setattr(_spgemm, "to_host", lambda x: reads.append(x.size) or np.array(x, copy=True))
+    S, T = random_csr(rng, 90, 70, 0.08), random_csr(rng, 70, 80, 0.08)
+    S.data[::4] = 0.0
+    a, b = (S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data)
+    kernels = EmulatedKernels(None, rng)
+    whole = _spgemm.device_spgemm(a, b, (90, 80), None, None, False, 1 << 40, xp=np, kernels=kernels)
+    assert reads == [_spgemm.STATS, _spgemm.STATS]
+    assert not any(k.startswith("spgemm_expand") for k in kernels.launches)
+    assert any(k.startswith("spgemm_drop_zeros") for k in kernels.launches)
+    expected = scipy_product(S, T)
+    assert np.array_equal(whole[0], expected.indptr) and np.array_equal(whole[1], expected.indices)
+    for max_bytes in (3000, 600):  # a few rows, then one row per block
+        kernels = EmulatedKernels(None, rng)
+        blocked = _spgemm.device_spgemm(a, b, (90, 80), None, None, False, max_bytes, xp=np, kernels=kernels)
+        assert sum(k.startswith("spgemm_count_bins") for k in kernels.launches) > 4  # two per block
+        for got, want in zip(blocked, whole):
+            assert got.tobytes() == want.tobytes()
+
+
+def test_device_product_too_large_raises_memory_error(rng, monkeypatch):
+    S, T = every_bin_operands(rng)
+    a, b = (S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data)
+    monkeypatch.setattr(_spgemm._validate, "available_bytes", lambda backend: 1000)
+    kernels = EmulatedKernels(None)
+    with pytest.raises(MemoryError, match=r"product has [\d,]+ entries"):
+        _spgemm.device_spgemm(a, b, (S.shape[0], T.shape[1]), None, None, False, 1 << 40, xp=np, kernels=kernels)
+    assert not any(k.endswith("true>") for k in kernels.launches)  # no numeric phase ran
 
 
 def test_shared_layout_fits_every_bin():
