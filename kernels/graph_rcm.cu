@@ -9,7 +9,8 @@
 //   cm_parent_keys     for the vertices of one level, the smallest key of a neighbour one level up;
 //   cm_small_levels    one block places a run of consecutive small levels (at most CM_SMALL
 //                      vertices each): parent keys, then a rank sort by (parent key, degree,
-//                      vertex) in shared memory, one launch for the whole run;
+//                      vertex) in shared memory, one launch for the whole run (large levels
+//                      grouped by parent first, so a vertex ranks among its siblings only);
 //   rcm_component_bandwidth   per component, the largest |position(i) - position(j)| of its edges.
 #include "common.cuh"
 
@@ -105,8 +106,41 @@ cm_parent_keys(const I* __restrict__ indptr, const I* __restrict__ indices, cons
     if (i < count) parent[i] = cm_parent_key(indptr, indices, levels, key, members[i], level);
 }
 
+// The block's exclusive prefix sum of counts[0, n) in place (n <= CM_SMALL), by warp shuffles
+// and one pass over the warps' totals; returns the sum. Every thread of the block must call it.
+__device__ __forceinline__ int cm_block_exclusive_scan(int* counts, const int n, int* warp_totals) {
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    const int own = t < n ? counts[t] : 0;
+    int inclusive = own;
+    for (int d = 1; d < 32; d <<= 1) {
+        const int up = __shfl_up_sync(0xffffffffu, inclusive, d);
+        inclusive += lane >= d ? up : 0;
+    }
+    if (lane == 31) warp_totals[warp] = inclusive;
+    __syncthreads();
+    if (warp == 0) {
+        int total = lane < CM_SMALL / 32 ? warp_totals[lane] : 0;
+        for (int d = 1; d < 32; d <<= 1) {
+            const int up = __shfl_up_sync(0xffffffffu, total, d);
+            total += lane >= d ? up : 0;
+        }
+        if (lane < CM_SMALL / 32) warp_totals[lane] = total;  // inclusive over the warps
+    }
+    __syncthreads();
+    if (t < n) counts[t] = inclusive - own + (warp ? warp_totals[warp - 1] : 0);
+    const int sum = warp_totals[CM_SMALL / 32 - 1];
+    __syncthreads();
+    return sum;
+}
+
+// Levels at most this large are ranked by comparing every pair of the level (count^2 / 32
+// warp steps); larger ones group their vertices by parent first, so a vertex compares only with
+// its siblings (the same order, about count steps).
+inline constexpr int CM_PAIRWISE = 128;
+
 // Levels [first, last) of `order` (vertices sorted by (level, vertex); level L at
-// order[offsets[L] : offsets[L + 1]], at most CM_SMALL each), placed one after the other.
+// order[offsets[L] : offsets[L + 1]], at most CM_SMALL each), placed one after the other: each
+// vertex's rank in (parent key, degree, vertex) order.
 template <class I>
 __global__ void __launch_bounds__(CM_SMALL)
 cm_small_levels(const I* __restrict__ indptr, const I* __restrict__ indices, const int* __restrict__ levels,
@@ -115,21 +149,48 @@ cm_small_levels(const I* __restrict__ indptr, const I* __restrict__ indices, con
     __shared__ long long parent[CM_SMALL];
     __shared__ long long deg[CM_SMALL];
     __shared__ int vertex[CM_SMALL];
+    __shared__ int group[CM_SMALL];    // per parent (offset in the previous level): size, then start
+    __shared__ int cursor[CM_SMALL];   // per parent: members placed so far
+    __shared__ short member[CM_SMALL]; // the level's vertices (slots t) grouped by parent
+    __shared__ int warp_totals[CM_SMALL / 32];
+    const int t = threadIdx.x;
     for (int level = first; level < last; ++level) {
         const long long begin = offsets[level], count = offsets[level + 1] - begin;
-        const int t = threadIdx.x;
+        const long long previous = offsets[level - 1], previous_count = begin - previous;
         if (t < count) {
             const int v = order[begin + t];
             vertex[t] = v;
             deg[t] = (long long)degree[v];
             parent[t] = cm_parent_key(indptr, indices, levels, key, v, level);
         }
+        const bool grouped = count > CM_PAIRWISE && previous_count <= CM_SMALL;
+        if (grouped) {
+            if (t < previous_count) group[t] = cursor[t] = 0;
+            __syncthreads();
+            if (t < count) atomicAdd(group + (parent[t] - previous), 1);
+            __syncthreads();
+            cm_block_exclusive_scan(group, (int)previous_count, warp_totals);
+            if (t < count) {
+                const int p = (int)(parent[t] - previous);
+                member[group[p] + atomicAdd(cursor + p, 1)] = (short)t;
+            }
+        }
         __syncthreads();
         if (t < count) {
             const long long p = parent[t], d = deg[t];
             const int v = vertex[t];
+            // Pairwise: rank among the whole level. Grouped: the siblings' group starts at the
+            // number of vertices with a smaller parent; rank within it by (degree, vertex).
+            int from = 0, to = (int)count;
             long long rank = 0;
-            for (int j = 0; j < count; ++j) {
+            if (grouped) {
+                const int g = (int)(p - previous);
+                from = group[g];
+                to = from + cursor[g];
+                rank = from;
+            }
+            for (int i = from; i < to; ++i) {
+                const int j = grouped ? member[i] : i;
                 const long long pj = parent[j], dj = deg[j];
                 rank += (pj < p) || (pj == p && (dj < d || (dj == d && vertex[j] < v)));
             }

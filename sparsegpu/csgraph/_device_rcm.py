@@ -5,7 +5,9 @@ SciPy's bandwidth): degrees on the device; SciPy's start-vertex order from ``np.
 the degrees on the host (the same call as SciPy's, so ties fall the same way); components by
 hooking on the device; the levels of every component at once from the device BFS; then the
 levels placed in turn, runs of small levels by one block in one launch, large ones by a parent
-key kernel and a device sort; two start vertices per component, the narrower ordering kept.
+key kernel and a device sort; two start vertices per component, the narrower ordering kept. The
+levels from SciPy's starts serve their ordering and the peripheral search, whose last levels
+serve the second ordering: two breadth-first searches fewer than computing each afresh.
 """
 
 from __future__ import annotations
@@ -56,11 +58,12 @@ def reverse_cuthill_mckee(indptr: Any, indices: Any) -> Any:
     component_position = cupy.empty(n, dtype=np.int64)
     component_position[roots] = cupy.arange(roots.size, dtype=np.int64)
     base = component_position[labels] * n
-    key_scipy = cuthill_mckee_keys(indptr, indices, degree, starts)[0] + base
-    peripheral = _pseudo_peripheral_starts(indptr, indices, degree, labels, starts, roots)
+    key_scipy, levels = cuthill_mckee_keys(indptr, indices, degree, starts)
+    key_scipy += base
+    peripheral, peripheral_levels = _pseudo_peripheral_starts(indptr, indices, degree, labels, starts, roots, levels)
     key = key_scipy
     if bool((peripheral != starts).any()):
-        key_peripheral = cuthill_mckee_keys(indptr, indices, degree, peripheral)[0] + base
+        key_peripheral = cuthill_mckee_keys(indptr, indices, degree, peripheral, peripheral_levels)[0] + base
         narrower = (_component_bandwidths(indptr, indices, labels, key_peripheral)
                     < _component_bandwidths(indptr, indices, labels, key_scipy))
         key = cupy.where(narrower[labels], key_peripheral, key_scipy)
@@ -104,13 +107,15 @@ def _scipy_starts(labels: Any, inds: Any, rank: Any) -> tuple[Any, Any]:
     return inds[first[roots][by_rank]].astype(labels.dtype), roots[by_rank]
 
 
-def cuthill_mckee_keys(indptr: Any, indices: Any, degree: Any, starts: Any) -> tuple[Any, Any]:
-    """(key, levels) as reference.graph_rcm.cuthill_mckee_keys, on the device."""
+def cuthill_mckee_keys(indptr: Any, indices: Any, degree: Any, starts: Any, levels: Any = None) -> tuple[Any, Any]:
+    """(key, levels) as reference.graph_rcm.cuthill_mckee_keys, on the device; ``levels``, the
+    breadth-first levels from ``starts`` when the caller has them already."""
     import cupy
 
     n = indptr.size - 1
     index = indptr.dtype
-    levels, _ = multi_source_bfs(indptr, indices, starts, predecessors=False)
+    if levels is None:
+        levels, _ = multi_source_bfs(indptr, indices, starts, predecessors=False)
     order = bfs_order(levels)
     sizes = cupy.bincount(levels[levels >= 0]).get()
     offsets_host = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -141,13 +146,15 @@ def cuthill_mckee_keys(indptr: Any, indices: Any, degree: Any, starts: Any) -> t
     return key, levels
 
 
-def _pseudo_peripheral_starts(indptr: Any, indices: Any, degree: Any, labels: Any, starts: Any, roots: Any) -> Any:
-    """As reference.graph_rcm.pseudo_peripheral_starts, on the device."""
+def _pseudo_peripheral_starts(indptr: Any, indices: Any, degree: Any, labels: Any, starts: Any, roots: Any,
+                              levels: Any) -> tuple[Any, Any]:
+    """As reference.graph_rcm.pseudo_peripheral_starts, on the device, from the levels of
+    ``starts``; also returns the levels of the starts found (each component's own BFS), which
+    the second ordering reuses."""
     import cupy
 
     n = labels.size
     starts = starts.copy()
-    levels, _ = multi_source_bfs(indptr, indices, starts, predecessors=False)
     ecc = _scatter("rcm_scatter_max", labels, levels, 0)
     vertex = cupy.arange(n, dtype=np.int64)
     for _ in range(PERIPHERAL_ROUNDS):
@@ -164,7 +171,7 @@ def _pseudo_peripheral_starts(indptr: Any, indices: Any, degree: Any, labels: An
         moved[roots[better]] = True
         levels = cupy.where(moved[labels], new_levels, levels)
         ecc = cupy.where(moved, new_ecc, ecc)
-    return starts
+    return starts, levels
 
 
 def _component_bandwidths(indptr: Any, indices: Any, labels: Any, key: Any) -> Any:

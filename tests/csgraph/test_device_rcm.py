@@ -137,6 +137,32 @@ def test_device_large_levels_and_components(rng):
     check_device(canonical(datasets.road_like(200, seed=seed, keep=0.55)))
 
 
+def broom(rng: np.random.Generator, handle: int, bristles: int) -> sp.csr_array:
+    """A path whose end has ``bristles`` leaves, each leaf tied to a random other leaf: a level of
+    many siblings of one parent, degrees tied, vertices shuffled."""
+    n = handle + bristles
+    rows = list(range(handle - 1)) + [handle - 1] * bristles
+    cols = list(range(1, handle)) + list(range(handle, n))
+    leaves = rng.permutation(np.arange(handle, n))
+    rows += leaves[: bristles // 2].tolist()
+    cols += leaves[bristles // 2 : 2 * (bristles // 2)].tolist()
+    A = sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+    p = rng.permutation(n)
+    return shuffled(rng, symmetric(A[p][:, p]))
+
+
+@requires_gpu
+@pytest.mark.gpu
+def test_device_levels_grouped_by_parent(rng):
+    """Levels of 129 to 1024 vertices rank each vertex among its siblings only (kernels/graph_rcm.cu
+    CM_PAIRWISE); a small level after one above a block's size ranks pairwise."""
+    seed = int(rng.integers(1 << 30))
+    check_device(shuffled(rng, canonical(datasets.grid_graph(int(rng.integers(150, 400)), 300, seed=seed))))
+    check_device(canonical(datasets.road_like(int(rng.integers(300, 500)), seed=seed)))
+    check_device(broom(rng, int(rng.integers(2, 50)), int(rng.integers(129, 1025))))
+    check_device(broom(rng, 3, 1500))
+
+
 @requires_gpu
 @pytest.mark.gpu
 def test_device_edge_cases():
