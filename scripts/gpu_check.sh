@@ -77,7 +77,7 @@ if wants sanitizer; then
     step racecheck compute-sanitizer --tool racecheck --kernel-name-exclude kns=cupy_ --error-exitcode 1 python3 scripts/sanitizer_smoke.py
 fi
 wants bench && step bench python3 -m sparsegpu.bench --size medium --out "$out/bench"
-wants targets && step targets python3 -m sparsegpu.bench --matrices targets --primitives --cg --python-overhead --out "$out/targets"
+wants targets && step targets python3 -m sparsegpu.bench --matrices targets --primitives --cg --python-overhead --first-call --out "$out/targets"
 wants transfer && step transfer python3 -m sparsegpu.bench --no-spmv --transfer --size large --out "$out/transfer"
 wants graphs && step graphs python3 -m sparsegpu.bench --no-spmv --graphs --size large --out "$out/graphs"
 wants analytics && step analytics python3 -m sparsegpu.bench --no-spmv --analytics --networkx-backend --size large \

@@ -148,7 +148,8 @@ def test_wrong_result_is_reported_and_never_timed(tmp_path, monkeypatch):
     coo = payload["spmv"][0]["outcomes"]["coo"]
     assert coo["status"] == "wrong" and coo["seconds"] is None and coo["gbps"] is None
     assert coo["max_rel_err"] > 1e-4
-    assert len(timed) == 2  # csr and scipy only
+    assert len(timed) == 3  # csr, the advised format (CSR: the advisor keeps CSR here) and scipy only
+    assert payload["spmv"][0]["outcomes"]["auto"]["chosen"] == "csr"
     assert payload["spmv"][0]["best"] == "csr"
     assert code == 1
 
@@ -261,3 +262,33 @@ def test_bench_on_gpu_small(tmp_path):
         assert all(o["status"] in ("ok", "refused") for o in r["outcomes"].values())
     overhead = payload["python_overhead"]
     assert 0 < overhead["kernel_us"] < overhead["call_us"]
+
+
+def test_first_call_runs_each_format_in_a_fresh_process(tmp_path, capsys):
+    from sparsegpu.bench import first_call
+
+    backend = "gpu" if GPU else "cpu"
+    rows = first_call.first_calls(["csr", "sell"], backend, rows=2000)
+    assert [r["format"] for r in rows] == ["csr", "sell"]
+    for r in rows:
+        assert r["status"] == "ok" and r["backend"] == backend and r["built_as"] == r["format"].upper()
+        assert 0 < r["again_s"] and 0 < r["first_s"] < 600
+    assert first_call.first_calls(["no-such-format"], backend, rows=10)[0]["status"] == "error"
+    assert cli.main(["--no-spmv", "--first-call", "--formats", "csr", "--backend", backend,
+                     "--out", str(tmp_path)]) == 0
+    assert "First call on a fresh machine" in capsys.readouterr().out
+    assert json.loads((tmp_path / "bench.json").read_text())["first_call"][0]["format"] == "csr"
+
+
+def test_advisor_table_names_the_advised_format_and_its_ratios(tmp_path):
+    from sparsegpu.bench import report
+
+    code, payload = run_bench(tmp_path, "--matrices", "poisson2d", "rmat", "--formats", "csr,sell")
+    assert code == 0
+    title, headers, rows = report.advisor_table(payload)
+    assert headers[2] == "auto (format)" and rows[-1][0] == "geometric mean"
+    for r, row in zip(payload["spmv"], rows):
+        auto = r["outcomes"]["auto"]
+        assert auto["status"] == "ok" and auto["chosen"] in sparsegpu.SparseMatrix.formats
+        assert row[2].endswith(f"({auto['chosen']})")
+        assert float(row[5]) == pytest.approx(auto["seconds"] / r["outcomes"][r["best"]]["seconds"], abs=0.006)

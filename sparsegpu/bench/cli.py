@@ -20,6 +20,7 @@ import sparsegpu
 from sparsegpu import datasets
 from sparsegpu._backend import resolve_backend
 from sparsegpu.bench import analytics as analytics_bench
+from sparsegpu.bench import first_call
 from sparsegpu.bench import graphs as graphs_bench
 from sparsegpu.bench import spgemm as spgemm_bench
 from sparsegpu.bench import spmm as spmm_bench
@@ -62,6 +63,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--primitives", action="store_true", help="scan, reduce, histogram vs the array library's")
     parser.add_argument("--cg", action="store_true", help="CG per iteration vs cupyx and SciPy (2-D Poisson)")
     parser.add_argument("--python-overhead", action="store_true", help="host cost of one spmv call, 1000-row CSR")
+    parser.add_argument("--first-call", action="store_true", help="per format, from_scipy + A @ x in a fresh process "
+                        "with empty kernel caches (a fresh machine's first call), and the same call again")
     parser.add_argument("--transfer", action="store_true", help="streamed upload (pinned, pageable) vs cupyx and the "
                         "H2D rate, and out-of-core SpMV, on a 2.48 GB CSR (20M rows at --size medium/large)")
     parser.add_argument("--graphs", nargs="*", metavar="GRAPH", help="instead of SpMV: sparsegpu.csgraph vs SciPy, "
@@ -245,6 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             payload["cg_linalg"] = compared
     if args.python_overhead:
         payload["python_overhead"] = spmv.python_overhead(backend)
+    if args.first_call:
+        payload["first_call"] = first_call.first_calls(formats, backend)
     if args.transfer:
         with progress(1) as bar:
             payload["transfer"] = transfer_bench.bench_transfer(backend, transfer_bench.ROWS[size], repeat=5,
@@ -277,6 +282,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     report.print_tables(payload)
     for compared in payload.get("cg_linalg", []):
         print(f"\nsparsegpu.bench.solvers.compare_cg: {compared}")
+    if "first_call" in payload:
+        print("\nFirst call on a fresh machine\n" + first_call.format_first_calls(payload["first_call"]))
     if "transfer" in payload:
         transfer_bench.print_transfer(payload["transfer"])
     if "graphs" in payload:
@@ -317,6 +324,7 @@ def failures(payload: dict[str, Any]) -> list[str]:
         if "error" in r:
             bad.append(f"{r['matrix']}/build")
         bad += [f"{r['matrix']}/{impl}" for impl, o in r.get("outcomes", {}).items() if o["status"] in ("wrong", "error")]
+    bad += [f"first_call/{r['format']}" for r in payload.get("first_call", []) if r["status"] != "ok"]
     for section in ("primitives", "cg"):
         bad += [f"{section}/{r.get('op', r.get('matrix'))}/{r['impl']}" for r in payload.get(section, [])
                 if r["status"] in ("wrong", "error")]

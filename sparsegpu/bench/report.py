@@ -69,6 +69,33 @@ def spmv_table(payload: dict[str, Any]) -> Table:
     return title, headers, rows
 
 
+def advisor_table(payload: dict[str, Any]) -> Table:
+    """Per matrix: the baseline's time, ``from_scipy(S, format="auto")``'s (and its format), the
+    fastest format measured, and the ratios; the geometric means last."""
+    baseline = payload["meta"]["baseline"]
+    rows, vs_base, vs_best = [], [], []
+    for r in payload["spmv"]:
+        outcomes = r.get("outcomes", {})
+        base, auto = outcomes.get(baseline, {}), outcomes.get("auto", {})
+        best = r.get("best")
+        if "error" in r or auto.get("status") != "ok" or not best:
+            rows.append([r["matrix"], "-", auto.get("status", r.get("error", "-")), "-", "-", "-"])
+            continue
+        best_s, auto_s = outcomes[best]["seconds"], auto["seconds"]
+        ratio = base["seconds"] / auto_s if base.get("status") == "ok" else None
+        if ratio:
+            vs_base.append(ratio)
+        vs_best.append(auto_s / best_s)
+        rows.append([r["matrix"], f"{base['seconds'] * 1e6:.1f}" if ratio else "-",
+                     f"{auto_s * 1e6:.1f} ({auto['chosen']})", f"{ratio:.2f}x" if ratio else "-",
+                     f"{best_s * 1e6:.1f} ({best})", f"{auto_s / best_s:.2f}"])
+    if vs_best:
+        geo = lambda values: math.exp(sum(map(math.log, values)) / len(values)) if values else math.nan  # noqa: E731
+        rows.append(["geometric mean", "", "", f"{geo(vs_base):.2f}x", "", f"{geo(vs_best):.2f}"])
+    return ("The advisor: from_scipy(S, format=\"auto\") against " + baseline + " and the fastest format (µs)",
+            ["matrix", baseline, "auto (format)", f"vs {baseline}", "best format", "auto / best"], rows)
+
+
 def conversion_table(payload: dict[str, Any]) -> Table:
     """Per matrix and format: milliseconds to convert from the uploaded CSR, and that time in
     products of the format (the target is at most 10)."""
@@ -120,6 +147,7 @@ def tables(payload: dict[str, Any]) -> list[Table]:
         out.append(spmv_table(payload))
         if any(f != "csr" for f in payload["meta"]["formats"]):
             out.append(conversion_table(payload))
+        out.append(advisor_table(payload))
     if payload.get("primitives"):
         out.append(primitives_table(payload))
     if payload.get("cg"):

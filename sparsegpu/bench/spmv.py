@@ -36,6 +36,8 @@ from sparsegpu.bench.timing import GpuBusy, measure, synchronize
 REFUSALS = (ValueError, TypeError, NotImplementedError)
 #: How many x vectors a product rotates through at most, for matrices that fit in L2.
 MAX_X_VECTORS = 8
+#: The implementation name of ``from_scipy(S, format="auto")``: the advisor's choice, timed like a format.
+ADVISED = "auto"
 #: Calls queued behind one stretch of busy GPU work when timing a call's kernels alone.
 QUEUED = 50
 
@@ -130,8 +132,9 @@ class Product:
     ``i`` (modulo how many there are) and returns y. ``out``: the buffer y is written into,
     when the implementation takes one (sparsegpu's ``spmv(x, y)``)."""
 
-    def __init__(self, name: str, call: Callable[[Any], Any], xs: Sequence[Any], out: Any = None) -> None:
-        self.name, self._call, self._xs, self.out = name, call, list(xs), out
+    def __init__(self, name: str, call: Callable[[Any], Any], xs: Sequence[Any], out: Any = None,
+                 chosen: str | None = None) -> None:
+        self.name, self._call, self._xs, self.out, self.chosen = name, call, list(xs), out, chosen
 
     def run(self, i: int = 0) -> Any:
         return self._call(self._xs[i % len(self._xs)])
@@ -149,6 +152,11 @@ def open_product(impl: str, csr: Any, S: sp.csr_array, xs: Sequence[Any], backen
 
         matrix = csp.csr_matrix((csr.data, csr.indices, csr.indptr), shape=csr.shape)
         return Product(impl, lambda x: matrix @ x, xs), 0.0
+    xp = sparsegpu._backend.array_module(backend)
+    y = xp.empty(S.shape[0], dtype=csr.dtype)
+    if impl == ADVISED:  # what a user's from_scipy(S, format="auto") gives, parameters included
+        chosen = sparsegpu.from_scipy(S, format="auto", dtype=csr.dtype, backend=backend)
+        return Product(impl, lambda x: chosen.spmv(x, y), xs, out=y, chosen=chosen.format), 0.0
     try:
         A = csr.asformat(impl)  # untimed: the first conversion compiles its kernels
     except REFUSALS as exc:
@@ -161,8 +169,6 @@ def open_product(impl: str, csr: Any, S: sp.csr_array, xs: Sequence[Any], backen
         synchronize(backend)
         times.append(time.perf_counter() - start)
     seconds = sorted(times)[1]
-    xp = sparsegpu._backend.array_module(backend)
-    y = xp.empty(S.shape[0], dtype=csr.dtype)
     return Product(impl, lambda x: A.spmv(x, y), xs, out=y), seconds
 
 
@@ -177,6 +183,7 @@ class Outcome:
     max_rel_err: float | None = None
     convert_s: float | None = None
     message: str = ""
+    chosen: str | None = None  # the advisor's format, for ADVISED
 
 
 @dataclass
@@ -244,7 +251,7 @@ def bench_matrix(S: Any, formats: Sequence[str], dtype: Any, backend: str, repea
     stats = row_stats(ops.S)
     outcomes: dict[str, Outcome] = {}
     baseline = baseline_name(backend)
-    for impl in [*formats, baseline]:
+    for impl in [*formats, ADVISED, baseline]:
         if on_step is not None:
             on_step(impl)
         try:
@@ -257,6 +264,7 @@ def bench_matrix(S: Any, formats: Sequence[str], dtype: Any, backend: str, repea
             continue
         outcome = run_checked(product, ops.reference, dtype, backend, repeat, ops.nbytes)
         outcome.convert_s = convert_s if impl in formats else None
+        outcome.chosen = product.chosen
         outcomes[impl] = outcome
         del product
     ok = {f: o for f, o in outcomes.items() if f in formats and o.status == "ok"}
