@@ -1,15 +1,16 @@
 """Calibrate the format advisor's model (sparsegpu/advisor/model.py) against measurements.
 
     python3 scripts/calibrate_advisor.py measure OUT.json [--size small|medium]         # on the GPU
-    python3 scripts/calibrate_advisor.py fit MEASUREMENTS.json [--no-leave-one-out]   # anywhere
+    python3 scripts/calibrate_advisor.py fit MEASUREMENTS.json... [--no-leave-one-out]  # anywhere
     python3 scripts/calibrate_advisor.py validate [--size medium]                      # on the GPU
     python3 scripts/calibrate_advisor.py stats-cost FAMILY... [--size large]           # on the GPU
 
 ``measure`` times every candidate format's ``A @ x`` (CUDA events, median) and its conversion
 from an uploaded CSR, over all real matrices and the generated families, with the advisor's
 statistics for each. ``fit`` fits the model's constants to those times (least squares on log
-time, soft L1), writes them into sparsegpu/advisor/calibration.json (with the measurements'
-source), and prints, per matrix, the advised format (without autotune), the measured best, and
+time, soft L1), over one GPU's file or several GPUs' files at once (each file's matrices with
+that GPU's copy rate), writes them into sparsegpu/advisor/calibration.json (with the
+measurements' source and each GPU's copy rate), and prints, per matrix, the advised format (without autotune), the measured best, and
 the ratio of their measured times; then, unless ``--no-leave-one-out``, the same for a refit
 without that matrix (started from the full fit), and both counts of matrices within 10%.
 ``validate`` runs ``advise(autotune=True)`` on every matrix afresh and prints the same table
@@ -140,16 +141,16 @@ def _model_from(theta: np.ndarray, copy_gbps: float, conversion: dict) -> dict:
     return model
 
 
-def _fit(records: list[dict], copy_gbps: float, conversion: dict, start: np.ndarray | None = None) -> np.ndarray:
+def _fit(records: list[dict], conversion: dict, start: np.ndarray | None = None) -> np.ndarray:
+    """The constants fitted to ``records``, each timed on a GPU of copy rate ``record["copy_GBps"]``."""
     from scipy.optimize import least_squares
 
     stats = [_stats(r) for r in records]
 
     def residuals(theta: np.ndarray) -> np.ndarray:
-        model = _model_from(theta, copy_gbps, conversion)
         out = []
         for s, record in zip(stats, records):
-            est = advisor.estimates(s, model)
+            est = advisor.estimates(s, _model_from(theta, record["copy_GBps"], conversion))
             out += [np.log(est[f].time_us / t) for f, t in record["time_us"].items()]
         return np.array(out)
 
@@ -169,36 +170,40 @@ def _advised(record: dict, model: dict) -> tuple[str, str, float]:
     return advised, best, times[advised] / times[best]
 
 
-def fit(path: Path, leave_one_out: bool = True) -> None:
-    """Fit the model to ``path``'s measurements, write it, print the per-matrix table; with
-    ``leave_one_out``, also refit without each matrix in turn and advise it with that fit (the
-    model's error on a matrix it has not seen)."""
-    data = json.loads(path.read_text())
-    records = data["records"]
+def fit(paths: list[Path], leave_one_out: bool = True) -> None:
+    """Fit the model to the measurements in ``paths`` (one file per GPU), write it, print the
+    per-matrix table; with ``leave_one_out``, also refit without each matrix in turn and advise
+    it with that fit (the model's error on a matrix it has not seen)."""
+    files = [json.loads(path.read_text()) for path in paths]
+    records = [{**r, "device": f["device"], "copy_GBps": f["copy_GBps"]} for f in files for r in f["records"]]
     conversion = {f: round(float(np.median([r["conversion_in_csr_spmv"][f] for r in records
                                             if f in r["conversion_in_csr_spmv"]])), 1)
                   for f in advisor.CANDIDATES}
-    theta = _fit(records, data["copy_GBps"], conversion)
-    model = _model_from(theta, data["copy_GBps"], conversion)
-    source = f"scripts/calibrate_advisor.py fit {path.name}: {len(records)} matrices on {data['device']}"
-    calibration = {"source": source, "model": model}
+    theta = _fit(records, conversion)
+    model = _model_from(theta, files[0]["copy_GBps"], conversion)
+    devices = ", ".join(f"{len(f['records'])} on {f['device']}" for f in files)
+    source = f"scripts/calibrate_advisor.py fit {' '.join(p.name for p in paths)}: matrices {devices}"
+    calibration = {"source": source, "model": model,
+                   "copy_GBps_by_device": {f["device"]: round(f["copy_GBps"], 1) for f in files}}
     advisor_model.CALIBRATION_FILE.write_text(json.dumps(calibration, indent=1) + "\n")
     advisor.calibration.cache_clear()
-    print(f"{'matrix':28s} {'advised':8s} {'best':8s} ratio" + "   left-out advised, ratio" * leave_one_out)
+    print(f"{'device':22s} {'matrix':28s} {'advised':8s} {'best':8s} ratio" + "   left-out advised, ratio" * leave_one_out)
     rows = []
     for k, record in enumerate(records):
-        row = [record["matrix"], *_advised(record, model)]
+        own = _model_from(theta, record["copy_GBps"], conversion)
+        row = [record["device"][:22], record["matrix"], *_advised(record, own)]
         if leave_one_out:
             rest = records[:k] + records[k + 1:]
-            row += _advised(record, _model_from(_fit(rest, data["copy_GBps"], conversion, theta), data["copy_GBps"],
-                                                conversion))[::2]
+            row += _advised(record, _model_from(_fit(rest, conversion, theta), record["copy_GBps"], conversion))[::2]
         rows.append(row)
-        print(f"{row[0]:28s} " + " ".join(f"{c:8s}" if isinstance(c, str) else f"{c:5.2f}   " for c in row[1:]),
-              flush=True)
-    for label, column in [("in-sample", 3)] + [("leave-one-out", 5)] * leave_one_out:
-        ratios = [row[column] for row in rows]
-        print(f"{label}: advised within 10% of the measured best on {sum(r <= 1.10 for r in ratios)}/{len(rows)} "
-              f"matrices; worst ratio {max(ratios):.2f}")
+        print(f"{row[0]:22s} {row[1]:28s} " + " ".join(f"{c:8s}" if isinstance(c, str) else f"{c:5.2f}   "
+                                                     for c in row[2:]), flush=True)
+    for device in dict.fromkeys(row[0] for row in rows):
+        mine = [row for row in rows if row[0] == device]
+        for label, column in [("in-sample", 4)] + [("leave-one-out", 6)] * leave_one_out:
+            ratios = [row[column] for row in mine]
+            print(f"{device}, {label}: advised within 10% of the measured best on "
+                  f"{sum(r <= 1.10 for r in ratios)}/{len(mine)} matrices; worst ratio {max(ratios):.2f}")
     print("model:", json.dumps(model))
 
 
@@ -317,7 +322,7 @@ def main() -> None:
     m.add_argument("out", type=Path)
     m.add_argument("--size", default="medium")
     f = sub.add_parser("fit")
-    f.add_argument("measurements", type=Path)
+    f.add_argument("measurements", type=Path, nargs="+", help="one file per GPU")
     f.add_argument("--no-leave-one-out", dest="leave_one_out", action="store_false",
                    help="skip the refits without each matrix")
     v = sub.add_parser("validate")

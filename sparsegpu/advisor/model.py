@@ -38,8 +38,11 @@ time, soft L1 against bursts of host load) from measured SpMV times over the rea
 matrices: ``call_f`` and ``efficiency_f`` per format (keys ``call_us``, ``efficiency``),
 ``t_launch`` (``launch_us``), ``t_alloc`` (``alloc_us``), ``t_kernel`` (``kernel_us``),
 ``gather_bandwidth`` (``gather_GBps``), ``t_load`` (``load_ns``) and ``unit_round_loads``;
-``copy_bandwidth`` (``copy_GBps``) is measured with them. The fit and its source are kept in
-``calibration.json`` beside this module, with the conversion costs (in CSR SpMV times) that let
+``copy_bandwidth`` (``copy_GBps``) is measured with them, per GPU. One fit serves every GPU: it
+is made over the measurements of several GPUs at once, each with its own copy rate, and
+``calibration.json`` beside this module keeps it with each measured GPU's copy rate
+(``copy_GBps_by_device``); on a GPU it does not name, the copy rate is timed at first use. The
+file also keeps the fit's source and the conversion costs (in CSR SpMV times) that let
 ``advise(n_spmv=...)`` weigh whether converting pays off.
 """
 
@@ -51,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sparsegpu._backend import gpu_available
 from sparsegpu.advisor.summary import MatrixStats
 from sparsegpu.formats import sell
 from sparsegpu.formats._compressed import LONG_BLOCK, LONG_CHUNK, long_row_limit, threads_per_row
@@ -112,8 +116,42 @@ class Estimate:
 
 @functools.cache
 def calibration() -> dict[str, Any]:
-    """The model's fitted constants (see the module docstring)."""
-    return json.loads(CALIBRATION_FILE.read_text())["model"]
+    """The model's fitted constants (see the module docstring), with the copy rate of this
+    machine's GPU (:func:`device_copy_gbps`): one fit serves every GPU, scaled by its bandwidth."""
+    stored = json.loads(CALIBRATION_FILE.read_text())
+    model = dict(stored["model"])
+    model["copy_GBps"] = device_copy_gbps(stored.get("copy_GBps_by_device", {}), model["copy_GBps"])
+    return model
+
+
+#: Bytes each way of the copy :func:`device_copy_gbps` times on a GPU it has no figure for:
+#: above any current L2 cache, small beside any GPU's memory.
+COPY_PROBE_BYTES = 1 << 27
+
+
+def device_copy_gbps(known: dict[str, float], default: float) -> float:
+    """The device-to-device copy rate (GB/s, bytes read plus written) of the current GPU: the
+    calibration's measured figure for a GPU it names, else timed once (a copy of
+    COPY_PROBE_BYTES, median of five); ``default`` where no GPU is present."""
+    if not gpu_available():
+        return default
+    import cupy
+
+    device = cupy.cuda.runtime.getDevice()
+    name = cupy.cuda.runtime.getDeviceProperties(device)["name"].decode()
+    if name in known:
+        return float(known[name])
+    source = cupy.zeros(COPY_PROBE_BYTES // 8)
+    target = cupy.empty_like(source)
+    start, stop, times = cupy.cuda.Event(), cupy.cuda.Event(), []
+    target[...] = source  # warm-up
+    for _ in range(5):
+        start.record()
+        target[...] = source
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
+    return 2 * COPY_PROBE_BYTES / sorted(times)[2] / 1e9
 
 
 def spmv_bytes(stats: MatrixStats) -> int:

@@ -22,7 +22,7 @@ from sparsegpu.bench.bytes_model import spmv_bytes_of
 from sparsegpu.formats import SELL
 from sparsegpu.formats.sell import DEFAULT_C
 from tests.advisor.helpers import model_cases, tridiagonal
-from tests.conftest import REAL_MATRICES, requires_matrices
+from tests.conftest import GPU, REAL_MATRICES, requires_matrices
 
 
 # --------------------------------------------------------------------------- the model
@@ -142,7 +142,7 @@ def test_calibration_file_holds_every_fitted_constant_within_its_bounds():
     assert set(model["conversion_in_csr_spmv"]) == set(advisor.CANDIDATES)
 
 
-def synthetic_measurements(rng, model: dict) -> dict:
+def synthetic_measurements(rng, model: dict, device: str = "the model itself") -> dict:
     """Records as ``calibrate_advisor.py measure`` writes them, timed by ``model`` itself."""
     records = []
     for label, S in model_cases(rng).items():
@@ -153,31 +153,54 @@ def synthetic_measurements(rng, model: dict) -> dict:
         records.append({"matrix": label, "stats": dataclasses.asdict(stats),
                         "time_us": {f: e.time_us for f, e in est.items() if e.refused is None},
                         "conversion_in_csr_spmv": {f: 1.0 for f in advisor.CANDIDATES}})
-    return {"device": "the model itself", "copy_GBps": model["copy_GBps"], "records": records}
+    return {"device": device, "copy_GBps": model["copy_GBps"], "records": records}
 
 
 def test_fit_reproduces_times_made_by_the_model(rng, tmp_path, monkeypatch, capsys):
-    """The fit (from its own starting point) and its leave-one-out report, on times the current
-    calibration predicts: every refit predicts them again and advises the fastest."""
+    """The fit over two GPUs' files at once (from its own starting point) and its leave-one-out
+    report, on times the current calibration predicts at each GPU's copy rate: every refit
+    predicts them again and advises the fastest, and the file keeps each GPU's copy rate."""
     script = calibrate_script()
-    data = synthetic_measurements(rng, advisor.calibration())
-    measurements = tmp_path / "measurements.json"
-    measurements.write_text(json.dumps(data))
+    model = advisor.calibration()
+    slower = {**model, "copy_GBps": 0.7 * model["copy_GBps"]}
+    files = [synthetic_measurements(rng, model), synthetic_measurements(rng, slower, "a slower GPU")]
+    paths = [tmp_path / "measurements.json", tmp_path / "slower.json"]
+    for path, data in zip(paths, files):
+        path.write_text(json.dumps(data))
     monkeypatch.setattr(advisor_model, "CALIBRATION_FILE", tmp_path / "calibration.json")
     advisor.calibration.cache_clear()
     try:
-        script.fit(measurements)
-        fitted = advisor.calibration()
-        for record in data["records"]:
-            est = advisor.estimates(advisor.MatrixStats(**record["stats"]), fitted)
-            for f, t in record["time_us"].items():
-                assert est[f].time_us == pytest.approx(t, rel=0.02), (record["matrix"], f)
+        script.fit(paths)
+        stored = json.loads((tmp_path / "calibration.json").read_text())
+        for data in files:
+            assert stored["copy_GBps_by_device"][data["device"]] == round(data["copy_GBps"], 1)
+            fitted = {**stored["model"], "copy_GBps": data["copy_GBps"]}
+            for record in data["records"]:
+                est = advisor.estimates(advisor.MatrixStats(**record["stats"]), fitted)
+                for f, t in record["time_us"].items():
+                    assert est[f].time_us == pytest.approx(t, rel=0.02), (data["device"], record["matrix"], f)
     finally:
         advisor.calibration.cache_clear()
     out = capsys.readouterr().out
-    n = len(data["records"])
-    assert f"in-sample: advised within 10% of the measured best on {n}/{n}" in out
-    assert f"leave-one-out: advised within 10% of the measured best on {n}/{n}" in out
+    for data in files:
+        n = len(data["records"])
+        assert f"{data['device']}, in-sample: advised within 10% of the measured best on {n}/{n}" in out
+        assert f"{data['device']}, leave-one-out: advised within 10% of the measured best on {n}/{n}" in out
+
+
+def test_calibration_takes_the_gpus_copy_rate(monkeypatch):
+    """Without a GPU the fit's own copy rate; on a GPU the measured figure of a GPU the file names,
+    else a copy timed on the spot."""
+    monkeypatch.setattr(advisor_model, "gpu_available", lambda: False)
+    assert advisor_model.device_copy_gbps({"any": 1.0}, 1234.0) == 1234.0
+    monkeypatch.undo()
+    if not GPU:
+        return
+    import cupy
+
+    name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())["name"].decode()
+    assert advisor_model.device_copy_gbps({name: 777.0}, 1.0) == 777.0
+    assert 100 < advisor_model.device_copy_gbps({}, 1.0) < 20000
 
 
 @pytest.mark.parametrize("dtype, index_dtype", [(np.float64, np.int32), (np.float32, np.int64),
