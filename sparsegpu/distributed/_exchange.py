@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from sparsegpu._backend import array_module, to_host
+from sparsegpu._backend import array_module
 from sparsegpu.distributed._halo import HaloPlan
 
 

@@ -20,6 +20,7 @@ The late rows read a vector built by the exchange: when they need few of this ra
 (at most half), those are packed by the exchange's gather next to the halo (``gathered``) and
 the late rows' columns renumbered into ``[gathered | halo]``; else the late rows read
 ``[my x | halo x]``, with my x copied in (``lead``) on the caller's stream while the halo travels.
+A rank without halo entries reads x itself throughout.
 """
 
 from __future__ import annotations
@@ -144,6 +145,8 @@ class ExtendedProduct:
         """The late rows' CSR, the own entries the exchange gathers for them (or None) and the
         slots of my x before the halo (0 or ``n_own``)."""
         subset = rows if late_rows.size == rows.shape[0] else _rows_of(rows, late_rows, n_own + n_halo)
+        if n_halo == 0:  # no halo: the late rows read x itself
+            return (self.matrix if subset is rows else _device_csr(subset, self.backend, tpr)), None, 0
         own = subset.indices < n_own
         needed = np.unique(subset.indices[own])
         if needed.size > n_own // 2:  # most of x: read it whole, copied in while the halo travels
@@ -161,6 +164,6 @@ class ExtendedProduct:
         if self.lead:
             exchanger.lead[...] = x_local
         exchanger.finish()
-        self.late.multiply(exchanger.vector, y)
+        self.late.multiply(exchanger.vector if self.n_halo else x_local, y)
         exchanger.release()
         return y

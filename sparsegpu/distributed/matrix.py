@@ -110,7 +110,7 @@ class DistributedCSR:
     def _make_exchanger(self, exchange: str) -> Any:
         comm = self.row_partition.comm
         use_nccl = exchange == "nccl" or (exchange == "auto" and self._backend == "gpu" and nccl_available())
-        layout = dict(n_own=self.col_partition.local_size, gathered=self._product.gathered, lead=self._product.lead)
+        layout = {"n_own": self.col_partition.local_size, "gathered": self._product.gathered, "lead": self._product.lead}
         if use_nccl:
             if self._backend != "gpu":
                 raise ValueError("exchange='nccl' needs the GPU backend")
