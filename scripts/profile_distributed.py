@@ -117,6 +117,7 @@ def phases(A: DistributedCSR, x: DistributedVector, y: DistributedVector) -> dic
     x_local, y_local = x.local, y.local
 
     def exchange() -> None:
+        exchanger.ready()
         exchanger.start(x_local)
         exchanger.finish()
         exchanger.release()

@@ -13,8 +13,9 @@ matrix, allocated once, laid out ``[send | gathered | lead | halo]``:
 - ``halo``: what the peers send, in the plan's order.
 
 ``vector`` (``[gathered | lead | halo]``) is what the product after the exchange reads. An
-exchanger has three steps, ``start(x_local)``, ``finish()`` and ``release()``: the NCCL exchanger
-(``_nccl.py``) overlaps work between them; this one does all of it in ``start``.
+exchanger has four steps, ``ready()`` (x is written), ``start(x_local)``, ``finish()`` and
+``release()``: the NCCL exchanger (``_nccl.py``) overlaps work between them; this one does all
+of it in ``start``.
 """
 
 from __future__ import annotations
@@ -115,6 +116,13 @@ class MpiExchanger:
     @property
     def halo(self) -> Any:
         return self.buffers.halo
+
+    #: ``start`` holds the host until the halo is in place: the caller queues its interior
+    #: rows after it (on the GPU, before it they would delay the pack's read back).
+    asynchronous = False
+
+    def ready(self) -> None:
+        """Nothing to mark: :meth:`start` packs on the caller's stream."""
 
     def start(self, x_local: Any) -> None:
         """Pack, then write into :attr:`halo` the peers' entries this rank needs, sending them

@@ -159,8 +159,12 @@ class ExtendedProduct:
     def multiply(self, x_local: Any, exchanger: Any, y: Any) -> Any:
         """``y_local`` for this rank's rows, written into ``y`` (collective: every rank
         exchanges its halo). Queues work on the current stream and never waits on the host."""
-        exchanger.start(x_local)
-        self.early.multiply(x_local, y)  # while the halo travels
+        exchanger.ready()
+        if not exchanger.asynchronous:
+            exchanger.start(x_local)
+        self.early.multiply(x_local, y)  # first on the GPU, so it runs while the halo travels
+        if exchanger.asynchronous:
+            exchanger.start(x_local)
         if self.lead:
             exchanger.lead[...] = x_local
         exchanger.finish()

@@ -115,6 +115,7 @@ class NcclExchanger:
         self.halo_ready = cupy.cuda.Event(disable_timing=True)
         self.consumed = cupy.cuda.Event(disable_timing=True)
         self._caller: int | None = None  # the stream the last call's product ran on
+        self._marked = False  # whether ready() marked x for the next start()
         self._calls = []
         for call in group_calls(plan, dtype):
             base = self.buffers.send.data.ptr if call.operation == "send" else self.buffers.halo.data.ptr
@@ -135,19 +136,33 @@ class NcclExchanger:
     def halo(self) -> Any:
         return self.buffers.halo
 
-    def start(self, x_local: Any) -> None:
-        """Queue the pack and the group on the exchanger's stream, after the work already
-        queued on the caller's stream (which wrote ``x_local``); returns without waiting
-        (collective)."""
+    #: ``start`` returns at once: the caller queues its interior rows before it.
+    asynchronous = True
+
+    def ready(self) -> None:
+        """Mark the point of the caller's stream where x is written: ``start`` queues the
+        exchange after it, whatever the caller queues in between."""
         if not self._queues_work:
             return
         import cupy
-        from cupy.cuda import nccl
 
         caller = cupy.cuda.get_current_stream()
         if self._caller is not None and self._caller != caller.ptr:
             caller.wait_event(self.consumed)  # the last product read the buffer on another stream
         self.x_ready.record(caller)
+        self._marked = True
+
+    def start(self, x_local: Any) -> None:
+        """Queue the pack and the group on the exchanger's stream, after the point marked by
+        :meth:`ready` (marked here when it was not called); returns without waiting
+        (collective)."""
+        if not self._queues_work:
+            return
+        from cupy.cuda import nccl
+
+        if not self._marked:
+            self.ready()
+        self._marked = False
         self.stream.wait_event(self.x_ready)
         with self.stream:
             self.buffers.pack(x_local)
