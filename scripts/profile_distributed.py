@@ -38,11 +38,17 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
-import sparsegpu  # noqa: E402
-from sparsegpu._backend import array_module, resolve_backend  # noqa: E402
-from sparsegpu.bench.timing import synchronize  # noqa: E402
-from sparsegpu.distributed import DistributedCSR, DistributedVector, use_local_device, world  # noqa: E402
-from time_distributed import matrix_from_name  # noqa: E402
+from time_distributed import matrix_from_name
+
+import sparsegpu
+from sparsegpu._backend import array_module, resolve_backend
+from sparsegpu.bench.timing import synchronize
+from sparsegpu.distributed import (
+    DistributedCSR,
+    DistributedVector,
+    use_local_device,
+    world,
+)
 
 BACK_TO_BACK = 20
 

@@ -22,11 +22,17 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
 
-from sparsegpu import datasets  # noqa: E402
-from sparsegpu._backend import resolve_backend  # noqa: E402
-from sparsegpu.bench.timing import synchronize  # noqa: E402
-from sparsegpu.bench.scaling import predict  # noqa: E402
-from sparsegpu.distributed import DistributedCSR, DistributedVector, cg, use_local_device, world  # noqa: E402
+from sparsegpu import datasets
+from sparsegpu._backend import resolve_backend
+from sparsegpu.bench.scaling import predict
+from sparsegpu.bench.timing import synchronize
+from sparsegpu.distributed import (
+    DistributedCSR,
+    DistributedVector,
+    cg,
+    use_local_device,
+    world,
+)
 
 #: The acceptance's matrices: strong scaling of SpMV on the first three, CG on the 16M-unknown
 #: Poisson matrix, weak scaling by comparing poisson2d:2121 (4.5M rows) at one rank with

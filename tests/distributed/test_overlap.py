@@ -85,3 +85,31 @@ def test_bad_out_is_refused_on_every_rank(comm, shared_rng):
     raises_everywhere(comm, TypeError, A.matvec, x, out=DistributedVector(np.zeros(local, np.float32), A.row_partition))
     raises_everywhere(comm, ValueError, A.matvec, x, out=DistributedVector(np.zeros(2 * local)[::2], A.row_partition))
     raises_everywhere(comm, ValueError, A.matvec, x, out=x)  # 100 rows: every rank holds some
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("exchange", ["mpi", "nccl"])
+@pytest.mark.parametrize("dense", [False, True])
+def test_gpu_runs_keep_the_single_gpu_bits(comm, shared_rng, exchange, dense):
+    """On the GPU: interior runs first, late rows over [gathered | halo] (banded) or over
+    [my x | halo x] (dense rows), products repeated into one out vector and from another stream."""
+    from sparsegpu.distributed import use_local_device
+    from sparsegpu.distributed._nccl import nccl_available
+
+    use_local_device(comm)
+    if exchange == "nccl" and not nccl_available():
+        pytest.skip("CuPy without NCCL")
+    import cupy
+
+    n = 20000
+    S = banded(shared_rng, n, dense_rows=[n * r // comm.Get_size() for r in range(comm.Get_size())] if dense else ())
+    A = DistributedCSR.from_scipy(S if comm.Get_rank() == 0 else None, comm, backend="gpu", exchange=exchange)
+    check_runs(comm, A)
+    out = DistributedVector(cupy.full(A.row_partition.local_size, cupy.nan), A.row_partition)
+    for attempt in range(3):
+        x = vector(shared_rng, n)
+        expected = check_product(comm, A, S, x, f"gpu {exchange} dense={dense} round {attempt}", backend="gpu")
+        with cupy.cuda.Stream(non_blocking=True) if attempt == 2 else cupy.cuda.Stream.null:
+            A.matvec(DistributedVector.from_global(cupy.asarray(x), A.col_partition), out=out)
+            same = bool(cupy.array_equal(out.local, expected.local))
+        check_all(comm, same, "out written in place, on the current stream")
