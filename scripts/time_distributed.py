@@ -4,7 +4,8 @@ model's prediction (sparsegpu.bench.scaling).
     mpirun -n 1 python3 scripts/time_distributed.py
     mpirun -n 2 -x NCCL_NVLS_ENABLE=0 python3 scripts/time_distributed.py
 
-Rank 0 builds each matrix (:data:`MATRICES`, or those named on the command line) and prints
+Rank 0 builds each matrix (:data:`DEFAULT_NAMES`, or those named on the command line, as
+:data:`GENERATORS` reads them, e.g. ``poisson3d:160 stencil27:120 rmat:21``) and prints
 one line per matrix: the median time of ``A @ x`` (the halo exchange included) and, for the
 symmetric positive definite ones, of one CG iteration (a fixed count, no stopping test met),
 the slowest rank's. Run it at 1 and at 2 ranks and divide.
@@ -15,26 +16,42 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+
 from sparsegpu import datasets
 from sparsegpu._backend import resolve_backend
-from sparsegpu.bench.timing import synchronize
 from sparsegpu.bench.scaling import predict
-from sparsegpu.distributed import DistributedCSR, DistributedVector, cg, use_local_device, world
+from sparsegpu.bench.timing import synchronize
+from sparsegpu.distributed import (
+    DistributedCSR,
+    DistributedVector,
+    cg,
+    use_local_device,
+    world,
+)
 
 #: The acceptance's matrices: strong scaling of SpMV on the first three, CG on the 16M-unknown
 #: Poisson matrix, weak scaling by comparing poisson2d:2121 (4.5M rows) at one rank with
 #: poisson2d:3000 (9M rows) at two.
-MATRICES = {"poisson2d:3000": lambda: datasets.poisson2d(3000),
-            "stencil27:150": lambda: datasets.stencil27(150),
-            "rmat:22": lambda: datasets.rmat(22),
-            "poisson2d:4000": lambda: datasets.poisson2d(4000),
-            "poisson2d:2121": lambda: datasets.poisson2d(2121),
-            "poisson3d:20": lambda: datasets.poisson3d(20)}
-SYMMETRIC_POSITIVE_DEFINITE = ("poisson2d:3000", "stencil27:150", "poisson2d:4000", "poisson2d:2121", "poisson3d:20")
+DEFAULT_NAMES = ("poisson2d:3000", "stencil27:150", "rmat:22", "poisson2d:4000", "poisson2d:2121")
+#: Generators by name: "poisson2d:N", "poisson3d:N", "stencil27:N" (N per side), "rmat:S" or
+#: "rmat:S:E" (2^S vertices, E edges per vertex, default 16).
+GENERATORS = {"poisson2d": datasets.poisson2d, "poisson3d": datasets.poisson3d, "stencil27": datasets.stencil27,
+              "rmat": datasets.rmat}
+SYMMETRIC_POSITIVE_DEFINITE = ("poisson2d", "poisson3d", "stencil27")
 REPEAT, CG_ITERATIONS = 30, 50
+
+
+def matrix_from_name(name: str):
+    """The matrix a name like ``poisson2d:3000`` or ``rmat:22:8`` stands for."""
+    kind, *sizes = name.split(":")
+    if kind not in GENERATORS or not sizes or not all(size.isdigit() for size in sizes):
+        raise SystemExit(f"unknown matrix {name!r}: use poisson2d:N, poisson3d:N, stencil27:N or rmat:S[:E]")
+    return GENERATORS[kind](*map(int, sizes))
 
 
 def median_seconds(comm, call, backend: str) -> float:
@@ -61,15 +78,15 @@ def main() -> int:
     if backend == "gpu":
         use_local_device(comm)
     ranks, root = comm.Get_size(), comm.Get_rank() == 0
-    names = sys.argv[1:] or list(MATRICES)[:5]
+    names = sys.argv[1:] or list(DEFAULT_NAMES)
     for name in names:
-        S = MATRICES[name]() if root else None
+        S = matrix_from_name(name) if root else None
         A = DistributedCSR.from_scipy(S, comm, backend=backend)
         x = DistributedVector.from_global(np.ones(A.shape[1]), A.col_partition, backend=backend)
         line = f"{name} ({A.shape[0]:,} rows, {A.nnz:,} nnz) ranks {ranks}: A @ x "
         product = median_seconds(comm, lambda: A @ x, backend)
         line += f"{product * 1e3:.3f} ms"
-        if name in SYMMETRIC_POSITIVE_DEFINITE:
+        if name.split(":")[0] in SYMMETRIC_POSITIVE_DEFINITE:
             solve = median_seconds(comm, lambda: cg(A, x, rtol=0.0, atol=0.0, maxiter=CG_ITERATIONS), backend)
             line += f", CG {solve / CG_ITERATIONS * 1e3:.3f} ms per iteration"
         if root:

@@ -2,11 +2,12 @@
 of :class:`sparsegpu.distributed._exchange.MpiExchanger`.
 
 MPI carries only control data here (the NCCL unique id, broadcast once per communicator), so
-it need not be CUDA-aware. ``start`` queues, on a stream of its own: the gather of the entries
-peers need into a send buffer, then one NCCL group of ``send``/``recv`` calls, one per peer
-with traffic, in rank order. It returns at once, so the caller's stream multiplies the interior
-rows meanwhile; ``finish`` makes the caller's stream wait for the group. Nothing is reduced, so
-the halo holds the same bits whatever the timing.
+it need not be CUDA-aware. ``start`` queues, on a high-priority stream of its own: the gather
+of the entries peers need into the preallocated send buffer, then one NCCL group of
+``send``/``recv`` calls, one per peer with traffic, in rank order, planned with their pointers
+when the matrix is built. It returns at once, so the caller's stream multiplies the interior
+rows meanwhile; ``finish`` makes the caller's stream wait for the group (an event, no host
+wait). Nothing is reduced, so the halo holds the same bits whatever the timing.
 
 Every rank must use the GPU backend (NCCL calls are collective over the communicator), and
 NVLink multicast should stay off (``NCCL_NVLS_ENABLE=0``) on machines where it misbehaves.
@@ -18,6 +19,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from sparsegpu.distributed._exchange import HaloBuffer
 from sparsegpu.distributed._halo import HaloPlan
 
 # (the NCCL datatype's name, NCCL elements per entry): complex entries travel as value pairs.
@@ -82,49 +84,124 @@ def group_calls(plan: HaloPlan, dtype: Any) -> list[GroupCall]:
 
 
 class NcclExchanger:
-    """Fills each rank's device halo vector from its peers' device entries of x over NCCL."""
+    """Fills each rank's device halo from its peers' device entries of x over NCCL.
 
-    def __init__(self, plan: HaloPlan, comm: Any) -> None:
-        import cupy
+    Everything a call needs is made here: the buffer (:class:`HaloBuffer`), the stream and its
+    events, and the group's calls with their device pointers, so a call allocates nothing,
+    reads nothing back and waits for nothing on the host.
 
-        self.plan = plan
-        self.nccl = nccl_communicator(comm)
-        self.stream = cupy.cuda.Stream(non_blocking=True)
-        self.x_ready = cupy.cuda.Event(disable_timing=True)
-        self.halo_ready = cupy.cuda.Event(disable_timing=True)
-        self.send_indices = cupy.asarray(plan.send_indices)
-        self._in_flight: Any = None  # the send buffer, alive until finish()
+    Parameters
+    ----------
+    plan : HaloPlan
+    comm : communicator
+    dtype : dtype
+        The entries' dtype (the matrix's).
+    n_own : int
+        This rank's entries of x.
+    gathered, lead
+        As for :class:`sparsegpu.distributed._exchange.HaloBuffer`.
+    """
 
-    def start(self, x_local: Any, halo: Any) -> None:
-        """Queue the exchange on the exchanger's stream, after the work already queued on the
-        caller's stream (which wrote ``x_local``); returns without waiting (collective)."""
-        if not self.plan.active:
-            return
+    def __init__(self, plan: HaloPlan, comm: Any, dtype: Any, n_own: int, gathered: Any = None,
+                 lead: int = 0) -> None:
         import cupy
         from cupy.cuda import nccl
 
-        calls = group_calls(self.plan, halo.dtype)
-        self.x_ready.record(cupy.cuda.get_current_stream())
+        self.plan = plan
+        self.nccl = nccl_communicator(comm)
+        self.buffers = HaloBuffer(plan, n_own, dtype, "gpu", gathered, lead)
+        self.stream = exchange_stream()
+        self.x_ready = cupy.cuda.Event(disable_timing=True)
+        self.halo_ready = cupy.cuda.Event(disable_timing=True)
+        self.consumed = cupy.cuda.Event(disable_timing=True)
+        self._caller: int | None = None  # the stream the last call's product ran on
+        self._marked = False  # whether ready() marked x for the next start()
+        self._calls = []
+        for call in group_calls(plan, dtype):
+            base = self.buffers.send.data.ptr if call.operation == "send" else self.buffers.halo.data.ptr
+            operation = self.nccl.send if call.operation == "send" else self.nccl.recv
+            self._calls.append((operation, base + call.byte_offset, call.count, getattr(nccl, call.wire_type),
+                                call.peer))
+        self._queues_work = bool(self._calls) or self.buffers.packed.size > 0
+
+    @property
+    def vector(self) -> Any:
+        return self.buffers.vector
+
+    @property
+    def lead(self) -> Any:
+        return self.buffers.lead
+
+    @property
+    def halo(self) -> Any:
+        return self.buffers.halo
+
+    #: ``start`` returns at once: the caller queues its interior rows before it.
+    asynchronous = True
+
+    def ready(self) -> None:
+        """Mark the point of the caller's stream where x is written: ``start`` queues the
+        exchange after it, whatever the caller queues in between."""
+        if not self._queues_work:
+            return
+        import cupy
+
+        caller = cupy.cuda.get_current_stream()
+        if self._caller is not None and self._caller != caller.ptr:
+            caller.wait_event(self.consumed)  # the last product read the buffer on another stream
+        self.x_ready.record(caller)
+        self._marked = True
+
+    def start(self, x_local: Any) -> None:
+        """Queue the pack and the group on the exchanger's stream, after the point marked by
+        :meth:`ready` (marked here when it was not called); returns without waiting
+        (collective)."""
+        if not self._queues_work:
+            return
+        from cupy.cuda import nccl
+
+        if not self._marked:
+            self.ready()
+        self._marked = False
         self.stream.wait_event(self.x_ready)
         with self.stream:
-            send = x_local[self.send_indices]  # allocated and gathered on self.stream
+            self.buffers.pack(x_local)
+        if self._calls:
+            stream = self.stream.ptr
             nccl.groupStart()
-            for call in calls:
-                operation = self.nccl.send if call.operation == "send" else self.nccl.recv
-                base = send.data.ptr if call.operation == "send" else halo.data.ptr
-                operation(base + call.byte_offset, call.count, getattr(nccl, call.wire_type), call.peer,
-                          self.stream.ptr)
+            for operation, pointer, count, wire_type, peer in self._calls:
+                operation(pointer, count, wire_type, peer, stream)
             nccl.groupEnd()
-            self.halo_ready.record(self.stream)
-        self._in_flight = send
+        self.halo_ready.record(self.stream)
 
     def finish(self) -> None:
         """Make the caller's stream wait until the halo has arrived (no host wait)."""
-        if not self.plan.active:
+        if not self._queues_work:
             return
         import cupy
 
         cupy.cuda.get_current_stream().wait_event(self.halo_ready)
-        # The send buffer returns to CuPy's pool of self.stream, where later use is ordered
-        # after the group that read it.
-        self._in_flight = None
+
+    def release(self) -> None:
+        """Mark where the caller's product stopped reading the buffer, so a next call from
+        another stream waits for it (calls from one stream are ordered by the stream)."""
+        if not self._queues_work:
+            return
+        import cupy
+
+        caller = cupy.cuda.get_current_stream()
+        self._caller = caller.ptr
+        self.consumed.record(caller)
+
+
+def exchange_stream() -> Any:
+    """A non-blocking stream of the device's highest priority, so the pack and NCCL's kernel
+    get SMs ahead of the interior product that runs meanwhile (plain priority where CuPy
+    takes no priority)."""
+    import cupy
+
+    try:
+        highest = cupy.cuda.runtime.deviceGetStreamPriorityRange()[1]
+        return cupy.cuda.Stream(non_blocking=True, priority=highest)
+    except (AttributeError, TypeError):
+        return cupy.cuda.Stream(non_blocking=True)

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsegpu import _validate
-from sparsegpu._backend import is_device_array, resolve_backend, to_backend
+from sparsegpu._backend import array_module, is_device_array, resolve_backend, to_backend
 from sparsegpu.distributed import _construct, mmio
 from sparsegpu.distributed._comm import raise_collectively
 from sparsegpu.distributed._exchange import MpiExchanger
@@ -110,11 +110,12 @@ class DistributedCSR:
     def _make_exchanger(self, exchange: str) -> Any:
         comm = self.row_partition.comm
         use_nccl = exchange == "nccl" or (exchange == "auto" and self._backend == "gpu" and nccl_available())
+        layout = {"n_own": self.col_partition.local_size, "gathered": self._product.gathered, "lead": self._product.lead}
         if use_nccl:
             if self._backend != "gpu":
                 raise ValueError("exchange='nccl' needs the GPU backend")
-            return NcclExchanger(self.halo_plan, comm)
-        return MpiExchanger(self.halo_plan, comm)
+            return NcclExchanger(self.halo_plan, comm, self._dtype, **layout)
+        return MpiExchanger(self.halo_plan, comm, self._dtype, self._backend, **layout)
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -343,26 +344,43 @@ class DistributedCSR:
         return DistributedVector(to_backend(np.ascontiguousarray(diagonal), self._backend), self.row_partition)
 
     # ------------------------------------------------------------------ products
-    def matvec(self, x: Any) -> DistributedVector:
-        """``A @ x`` (collective).
+    def matvec(self, x: Any, out: DistributedVector | None = None) -> DistributedVector:
+        """``A @ x`` (collective). On the GPU the call only queues work on the current stream:
+        it allocates nothing but the result (nothing with ``out``), reads nothing back and
+        waits for nothing on the host.
 
         Parameters
         ----------
         x : DistributedVector or ndarray
             A vector split by :attr:`col_partition`, or a global 1-D array of length
             ``shape[1]`` present on every rank (split here).
+        out : DistributedVector, optional
+            Written in place and returned: split by :attr:`row_partition`, exactly the
+            matrix's dtype, contiguous, on the matrix's backend, sharing no memory with ``x``.
 
         Returns
         -------
         DistributedVector
-            Split by :attr:`row_partition`, of the matrix's dtype, on the matrix's backend.
+            ``out``, or a new vector split by :attr:`row_partition`, of the matrix's dtype, on
+            the matrix's backend.
 
         Raises
         ------
         ValueError
-            ``x`` of the wrong length or split by another partition.
+            ``x`` of the wrong length or split by another partition; ``out`` split by another
+            partition, not contiguous or overlapping ``x``.
         TypeError
-            ``x`` of a dtype that does not cast safely to the matrix's.
+            ``x`` of a dtype that does not cast safely to the matrix's; ``out`` not a
+            DistributedVector, of another dtype or on another backend.
+
+        Examples
+        --------
+        >>> import numpy as np, scipy.sparse as sp
+        >>> from sparsegpu.distributed import DistributedCSR, DistributedVector, world
+        >>> A = DistributedCSR.from_scipy(sp.diags([2.0, 3.0]), world(), backend="cpu")
+        >>> y = DistributedVector.zeros(A.row_partition, backend="cpu")
+        >>> A.matvec(np.ones(2), out=y) is y, y.allgather().tolist()
+        (True, [2.0, 3.0])
         """
         if isinstance(x, DistributedVector):
             if not x.partition.same_as(self.col_partition):
@@ -377,9 +395,29 @@ class DistributedCSR:
         x_local = _validate.check_vector(x_local, self.col_partition.local_size, self._dtype)
         if self._backend == "cpu" and is_device_array(x_local):
             raise TypeError("this matrix lives on the CPU backend but x is a CuPy array; pass a NumPy x")
-        x_local = to_backend(x_local, self._backend)
-        y = self._product.multiply(x_local, self._exchanger)
-        return DistributedVector(y, self.row_partition)
+        xp = array_module(self._backend)
+        x_local = xp.ascontiguousarray(to_backend(x_local, self._backend))
+        if out is None:
+            y = xp.empty(self.row_partition.local_size, dtype=self._dtype)
+            return DistributedVector(self._product.multiply(x_local, self._exchanger, y), self.row_partition)
+        self._check_out(out, x_local)
+        self._product.multiply(x_local, self._exchanger, out.local)
+        return out
+
+    def _check_out(self, out: Any, x_local: Any) -> None:
+        if not isinstance(out, DistributedVector):
+            raise TypeError(f"out must be a DistributedVector, got {type(out).__name__}")
+        if not out.partition.same_as(self.row_partition):
+            raise ValueError("out is split by a different partition than the matrix's rows")
+        y = out.local
+        if y.dtype != self._dtype:
+            raise TypeError(f"out has dtype {y.dtype}; it is written in place, so it must be {self._dtype}")
+        if is_device_array(y) != (self._backend == "gpu"):
+            raise TypeError(f"out must live on the matrix's backend ({self._backend})")
+        if not y.flags.c_contiguous:
+            raise ValueError("out must be contiguous")
+        if _shares_memory(y, x_local):
+            raise ValueError("out must not share memory with x")
 
     def __matmul__(self, x: Any) -> DistributedVector:
         return self.matvec(x)
@@ -426,3 +464,14 @@ class DistributedCSR:
     def __repr__(self) -> str:
         return (f"DistributedCSR(shape={self.shape}, nnz={self.nnz}, dtype={self.dtype}, "
                 f"ranks={self.row_partition.size}, backend={self._backend})")
+
+
+def _shares_memory(a: Any, b: Any) -> bool:
+    """Whether two arrays of one library overlap in memory (by address ranges)."""
+    if a.size == 0 or b.size == 0:
+        return False
+    if is_device_array(a):
+        start_a, start_b = a.data.ptr, b.data.ptr
+    else:
+        start_a, start_b = a.__array_interface__["data"][0], b.__array_interface__["data"][0]
+    return start_a < start_b + b.nbytes and start_b < start_a + a.nbytes

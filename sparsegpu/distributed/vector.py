@@ -22,6 +22,50 @@ from sparsegpu.distributed.partition import Partition
 from sparsegpu.primitives import vector_dot
 
 
+def dots(pairs: list[tuple[DistributedVector, DistributedVector]]) -> list[Any]:
+    """``a.dot(b)`` for each pair ``(a, b)``, with one exchange between ranks (and, for real
+    vectors on the GPU, one read back) for all of them: each value has the bits of its own
+    ``a.dot(b)`` (collective).
+
+    Parameters
+    ----------
+    pairs : list of (DistributedVector, DistributedVector)
+        Vectors of one partition each; every pair over the same communicator.
+
+    Returns
+    -------
+    list
+        float64 (complex128 for complex vectors) values, the same on every rank.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :meth:`DistributedVector.dot`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsegpu.distributed import DistributedVector, Partition, world
+    >>> v = DistributedVector.from_global(np.array([1.0, 2.0]), Partition([0, 2], world()))
+    >>> [float(d) for d in dots([(v, v), (v, 2 * v)])]
+    [5.0, 10.0]
+    """
+    first = pairs[0][0]
+    for a, b in pairs:
+        a._check_vector(b)
+        if a.comm is not first.comm:
+            raise ValueError("the pairs' vectors live on different communicators")
+    everyone = first.comm.allgather(first._partials(pairs))
+    return [ordered_sum([partials[k] for partials in everyone]) for k in range(len(pairs))]
+
+
+def _partial_dot(a: Any, b: Any) -> Any:
+    """sum(conj(a) * b) of this rank's slices, in float64 (complex128), on the host."""
+    if a.dtype.kind == "c" or b.dtype.kind == "c":
+        return complex(to_host(array_module(backend_of(a)).vdot(a, b)))
+    return np.float64(np.dot(to_host(a).astype(np.float64), to_host(b).astype(np.float64)))
+
+
 class DistributedVector:
     """This rank's slice of a vector, with the partition that says where the rest lives.
 
@@ -170,17 +214,19 @@ class DistributedVector:
         >>> float(v.dot(v))
         5.0
         """
-        other = self._check_vector(other)
-        return ordered_sum(self.comm.allgather(self._partial_dot(other)))
+        return dots([(self, other)])[0]
 
-    def _partial_dot(self, other: DistributedVector) -> Any:
-        a, b = self.local, other.local
-        if a.dtype.kind == "c" or b.dtype.kind == "c":
-            return complex(to_host(array_module(self.backend).vdot(a, b)))
-        if a.dtype == b.dtype and a.dtype in (np.float32, np.float64):
-            out = array_module(self.backend).zeros(1, dtype=np.float64)
-            return np.float64(to_host(vector_dot(a, b, out, self._cache))[0])
-        return np.float64(np.dot(to_host(a).astype(np.float64), to_host(b).astype(np.float64)))
+    def _partials(self, pairs: list[tuple[DistributedVector, DistributedVector]]) -> list[Any]:
+        """This rank's partial dot of each pair. Real pairs of one float dtype reduce on their
+        backend into one float64 buffer kept in this vector's cache, read back once."""
+        if not all(a.dtype == b.dtype and a.dtype in (np.float32, np.float64) for a, b in pairs):
+            return [_partial_dot(a.local, b.local) for a, b in pairs]
+        out = self._cache.get("dots")
+        if out is None or out.size < len(pairs):
+            out = self._cache["dots"] = array_module(self.backend).zeros(len(pairs), dtype=np.float64)
+        for k, (a, b) in enumerate(pairs):
+            vector_dot(a.local, b.local, out[k:k + 1], self._cache)
+        return [np.float64(value) for value in to_host(out)[:len(pairs)]]
 
     def norm(self, ord: Any = None) -> np.float64:
         """The 2-norm (``ord=None`` or 2) or the max-norm (``ord=np.inf``) of the whole vector

@@ -29,9 +29,17 @@ def test_plan_and_exchange_deliver_the_needed_entries(comm, shared_rng):
     check_all(comm, np.all(np.diff(plan.halo_columns) > 0) and not np.any(
         (plan.halo_columns >= cols.start) & (plan.halo_columns < cols.stop)), "halo columns: others', increasing")
     x = vector(shared_rng, n)
-    halo = np.full(plan.halo_columns.size, np.nan)  # poisoned: unwritten entries show
-    MpiExchanger(plan, comm).start(x[cols.start:cols.stop], halo)
+    gathered = np.random.default_rng(comm.Get_rank()).integers(0, cols.local_size, 7) if cols.local_size else None
+    exchanger = MpiExchanger(plan, comm, x.dtype, "cpu", cols.local_size, gathered=gathered, lead=3)
+    exchanger.buffers.buffer.fill(np.nan)  # poisoned: unwritten entries show
+    exchanger.start(x[cols.start:cols.stop])
+    halo = exchanger.halo
     check_all(comm, np.array_equal(halo, x[plan.halo_columns]), "the halo holds the peers' entries")
+    packed = exchanger.vector[:0 if gathered is None else gathered.size]
+    check_all(comm, gathered is None or np.array_equal(packed, x[cols.start:cols.stop][gathered]),
+              "the gathered entries sit before the lead slots and the halo")
+    check_all(comm, exchanger.lead.size == 3 and exchanger.vector.size == packed.size + 3 + halo.size,
+              "the product's vector: [gathered | lead | halo]")
     ext = np.concatenate([x[cols.start:cols.stop], halo])
     check_all(comm, np.array_equal(ext[extended_columns(wanted, cols, plan)], x[wanted]), "extended indices")
 

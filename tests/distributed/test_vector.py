@@ -8,6 +8,7 @@ import pytest
 
 from sparsegpu.distributed import DistributedVector, Partition, balanced_offsets
 from sparsegpu.distributed.partition import even_offsets
+from sparsegpu.distributed.vector import dots
 from tests.distributed.conftest import check_all
 from tests.distributed.matrices import vector
 
@@ -135,3 +136,19 @@ def test_balanced_offsets_balance_weight(shared_rng):
         weights = np.add.reduceat(lengths + 1, offsets[:-1])[np.diff(offsets) > 0]
         # No rank exceeds its share by more than the heaviest row.
         assert weights.max() <= (lengths.sum() + 1000) / size + lengths.max() + 1
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+def test_fused_dots_have_each_dot_s_bits(comm, shared_rng, partition, dtype):
+    """dots() reduces several pairs at once (one exchange), each value the bits of its dot;
+    pairs of mixed dtypes too, and a vector's cached buffer reused by a longer list."""
+    u, v, w = (DistributedVector.from_global(vector(shared_rng, partition.n, dtype), partition, backend="cpu")
+               for _ in range(3))
+    single = [u.dot(u)]
+    check_all(comm, dots([(u, u)]) == single, "one pair")
+    pairs = [(u, u), (u, v), (w, v)]
+    fused = dots(pairs)
+    check_all(comm, fused == [a.dot(b) for a, b in pairs], "three pairs, each its own dot's bits")
+    mixed = [(u, v.astype(np.complex128 if np.dtype(dtype).kind == "c" else np.float32)), (v, w)]
+    check_all(comm, dots(mixed) == [a.dot(b) for a, b in mixed], "mixed dtypes")
+    check_all(comm, len(set(map(str, comm.allgather(fused)))) == 1, "the same on every rank")
