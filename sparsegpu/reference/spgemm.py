@@ -173,9 +173,9 @@ def fold_runs(local: np.ndarray, cols: np.ndarray, values: np.ndarray, n_rows: i
     lengths = np.diff(np.append(starts, local.size))
     folded = np.full(starts.size, identity, dtype=values.dtype)
     longest_first = np.argsort(-lengths, kind="stable")
-    descending = lengths[longest_first]
-    for j in range(int(descending[0]) if descending.size else 0):
-        runs = longest_first[:int(np.searchsorted(-descending, -j, side="left"))]  # the runs longer than j
+    negated = -lengths[longest_first]  # ascending
+    for j in range(int(-negated[0]) if negated.size else 0):
+        runs = longest_first[:int(np.searchsorted(negated, -j, side="left"))]  # the runs longer than j
         folded[runs] = add(folded[runs], values[starts[runs] + j])
     counts = np.bincount(local[starts], minlength=n_rows).astype(np.int64)
     return counts, cols[starts], folded
