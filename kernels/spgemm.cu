@@ -17,13 +17,18 @@
 // the lowest adds its peers' products in lane order; the warps of a group take turns in warp
 // order. Every entry is thus folded in exactly the product order.
 //
-// ESC rows (bounds past the largest table): spgemm_expand writes every product (column, value,
-// mask flag) to global memory; the host sorts them by (row, column, product) and
-// spgemm_fold_runs folds each run in that order.
+// Wide rows (bounds past the largest table): spgemm_wide, one block of SPGEMM_WIDE_THREADS per
+// row, marks the row's columns in a bitmap of n_cols bits (shared memory when it fits, else the
+// block's slice of global scratch; no product is stored). Symbolic: the set bits, counted.
+// Numeric: a scan of the bitmap's words gives each word's rank prefix, writes the columns in
+// order (a bitmap is sorted by construction) and the identity at each value; the products are
+// then folded, in the order above, straight into the output at rank(column). The bitmap is left
+// zero for the block's next row.
+// Numeric kernels also count each row's entries that are not zero (counts[row], unless null):
+// the host drops zeros from those counts without another pass over the values.
 #include "semiring.cuh"
 
 inline constexpr int SPGEMM_WARP_GROUPS = 4;  // groups per block of the warp kernel (NT = 32)
-inline constexpr int SPGEMM_FLAT_BLOCK = 256;  // threads per block of the ESC kernels
 
 namespace spgemm {
 
@@ -93,8 +98,9 @@ template <int NT> __device__ __forceinline__ void group_sync() {
     else __syncthreads();
 }
 
-// Inclusive scan of one long long per thread over the group; `warp_totals` holds NT / 32.
-template <int NT> __device__ __forceinline__ long long group_inclusive_scan(long long v, long long* warp_totals) {
+// Inclusive scan of one long long per thread over the group, and the group's total in `total`
+// (every thread); `warp_totals` holds NT / 32.
+template <int NT> __device__ __forceinline__ long long group_scan(long long v, long long* warp_totals, long long& total) {
     const int lane = threadIdx.x % 32;
 #pragma unroll
     for (int offset = 1; offset < 32; offset *= 2) {
@@ -102,16 +108,26 @@ template <int NT> __device__ __forceinline__ long long group_inclusive_scan(long
         if (lane >= offset) v += other;
     }
     if constexpr (NT == 32) {
+        total = __shfl_sync(sg::FULL_MASK, v, 31);
         return v;
     } else {
         const int warp = (threadIdx.x % NT) / 32;
         if (lane == 31) warp_totals[warp] = v;
         __syncthreads();
-        long long before = 0;
-        for (int w = 0; w < warp; ++w) before += warp_totals[w];
+        long long before = 0, sum = 0;
+        for (int w = 0; w < NT / 32; ++w) {
+            if (w < warp) before += warp_totals[w];
+            sum += warp_totals[w];
+        }
         __syncthreads();  // warp_totals free again
+        total = sum;
         return v + before;
     }
+}
+
+template <int NT> __device__ __forceinline__ long long group_inclusive_scan(long long v, long long* warp_totals) {
+    long long total;
+    return group_scan<NT>(v, warp_totals, total);
 }
 
 // One group's shared memory, carved from the dynamic allocation in decreasing alignment. The
@@ -201,6 +217,38 @@ __device__ __forceinline__ void for_each_product(
     }
 }
 
+// Fold every product of `row` into acc[position(col)] in product order: per round, each warp's
+// lanes of one position are folded by the lowest in lane order, and the warps commit one after
+// another. position(col) is called for the products the mask allows; < 0: not in the row. Every
+// thread of the group calls it.
+template <class S, int NT, class V, class I, class Position>
+__device__ __forceinline__ void fold_in_order(
+    const long long row, const I* __restrict__ a_indptr, const I* __restrict__ a_indices,
+    const V* __restrict__ a_data, const I* __restrict__ b_indptr, const I* __restrict__ b_indices,
+    const V* __restrict__ b_data, const I* __restrict__ m_indptr, const I* __restrict__ m_indices,
+    const int complement, V* a_value, V* staged_value, long long* chunk_end, long long* b_begin,
+    long long* warp_totals, V* acc, Position&& position) {
+    const int tid = threadIdx.x % NT, lane = threadIdx.x % 32, warp = tid / 32;
+    for_each_product<true, S, NT>(
+        row, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr, m_indices, complement, a_value,
+        chunk_end, b_begin, warp_totals, [&](bool valid, I col, V product) {
+            const int s = valid ? position(col) : -1;
+            staged_value[tid] = product;
+            __syncwarp();
+            const unsigned peers = __match_any_sync(sg::FULL_MASK, s);
+            const bool leader = s >= 0 && __ffs(peers) - 1 == lane;
+            for (int w = 0; w < NT / 32; ++w) {
+                if (w == warp && leader) {
+                    V folded = acc[s];
+                    for (unsigned rest = peers; rest != 0u; rest &= rest - 1u)
+                        folded = S::add(folded, staged_value[warp * 32 + __ffs(rest) - 1]);
+                    acc[s] = folded;
+                }
+                group_sync<NT>();
+            }
+        });
+}
+
 // Bitonic sort of sorted[0:n) ascending (n <= TABLE), padded to a power of two with the
 // largest index value.
 template <int NT, int TABLE, class I> __device__ __forceinline__ void sort_keys(I* sorted, int n) {
@@ -229,14 +277,16 @@ template <int NT, int TABLE, class I> __device__ __forceinline__ void sort_keys(
 
 // The numeric phase of one row whose keys are in the table (sh.count zero): compact the keys
 // (any order), sort them, note each key's sorted position, write the columns at c_indices +
-// out; fold each entry's products in product order and write the values at c_data + out.
+// out; fold each entry's products in product order and write the values at c_data + out;
+// kept[row] = the values that are not zero (unless kept is null).
 template <class S, int NT, int TABLE, class V, class I>
 __device__ __forceinline__ void fill_row(Shared<V, I, NT, TABLE>& sh, const long long row, const long long out,
                                          const I* __restrict__ a_indptr, const I* __restrict__ a_indices,
                                          const V* __restrict__ a_data, const I* __restrict__ b_indptr,
                                          const I* __restrict__ b_indices, const V* __restrict__ b_data,
                                          const I* __restrict__ m_indptr, const I* __restrict__ m_indices,
-                                         const int complement, I* __restrict__ c_indices, V* __restrict__ c_data) {
+                                         const int complement, I* __restrict__ c_indices, V* __restrict__ c_data,
+                                         long long* __restrict__ kept) {
     const int tid = threadIdx.x % NT;
     for (int i = tid; i < TABLE; i += NT)
         if (sh.keys[i] != I(-1)) sh.sorted[atomicAdd(sh.count, 1)] = sh.keys[i];
@@ -252,37 +302,31 @@ __device__ __forceinline__ void fill_row(Shared<V, I, NT, TABLE>& sh, const long
     }
     group_sync<NT>();
 
-    // Fold in product order: per round, each warp's lanes of one column are folded by the lowest
-    // in lane order; the warps commit one after another.
-    const int lane = threadIdx.x % 32, warp = tid / 32;
-    for_each_product<true, S, NT>(
-        row, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr, m_indices, complement,
-        sh.a_value, sh.chunk_end, sh.b_begin, sh.warp_totals, [&](bool valid, I col, V product) {
-            const int slot = valid ? find<TABLE>(sh.keys, col) : -1;
-            const int s = slot >= 0 ? sh.position[slot] : -1;
-            sh.staged_value[tid] = product;
-            __syncwarp();
-            const unsigned peers = __match_any_sync(sg::FULL_MASK, s);
-            const bool leader = s >= 0 && __ffs(peers) - 1 == lane;
-            for (int w = 0; w < NT / 32; ++w) {
-                if (w == warp && leader) {
-                    V folded = sh.acc[s];
-                    for (unsigned rest = peers; rest != 0u; rest &= rest - 1u)
-                        folded = S::add(folded, sh.staged_value[warp * 32 + __ffs(rest) - 1]);
-                    sh.acc[s] = folded;
-                }
-                group_sync<NT>();
-            }
-        });
+    fold_in_order<S, NT>(row, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr, m_indices,
+                         complement, sh.a_value, sh.staged_value, sh.chunk_end, sh.b_begin, sh.warp_totals, sh.acc,
+                         [&](I col) {
+                             const int slot = find<TABLE>(sh.keys, col);
+                             return slot >= 0 ? sh.position[slot] : -1;
+                         });
     group_sync<NT>();
-    for (int s = tid; s < n; s += NT) c_data[out + s] = sh.acc[s];
+    long long nonzero = 0;
+    for (int s = tid; s < n; s += NT) {
+        c_data[out + s] = sh.acc[s];
+        nonzero += sg::is_zero(sh.acc[s]) ? 0 : 1;
+    }
+    if (kept != nullptr) {
+        long long total = 0;
+        group_scan<NT>(nonzero, sh.warp_totals, total);
+        if (tid == 0) kept[row] = total;
+    }
 }
 
 }  // namespace spgemm
 
 // One group of NT threads per listed row: row = rows[r] (a row of C), r < n_rows. Symbolic
 // (NUMERIC false): counts[row] = the row's entries. Numeric: the row's sorted columns and values
-// at c_indices / c_data + indptr[row]. Launch: NT = 32 -> blocks of 32 * SPGEMM_WARP_GROUPS
+// at c_indices / c_data + indptr[row], and counts[row] = its values that are not zero (unless
+// counts is null). Launch: NT = 32 -> blocks of 32 * SPGEMM_WARP_GROUPS
 // threads, else blocks of NT; dynamic shared memory = groups per block * Shared::bytes().
 template <class V, class I, class S, int NT, int TABLE, bool NUMERIC>
 __global__ void spgemm_rows(const long long n_rows, const long long* __restrict__ rows,
@@ -314,78 +358,159 @@ __global__ void spgemm_rows(const long long n_rows, const long long* __restrict_
         if (tid == 0) counts[row] = *sh.count;
     } else {
         spgemm::fill_row<S, NT, TABLE>(sh, row, indptr[row], a_indptr, a_indices, a_data, b_indptr, b_indices, b_data,
-                                       m_indptr, m_indices, complement, c_indices, c_data);
+                                       m_indptr, m_indices, complement, c_indices, c_data, counts);
     }
 }
 
-// ESC, one thread per product t < n_products of the listed A entries: entry e = entry_of[t]
-// (A position a_position[e], C row a_row[e], its products starting at entry_start[e]).
-// Writes the product's column and value, and keep[t] = whether the mask allows it.
-template <class V, class I, class S>
-__global__ void spgemm_expand(const long long n_products, const long long* __restrict__ entry_of,
-                              const long long* __restrict__ entry_start, const long long* __restrict__ a_position,
-                              const long long* __restrict__ a_row, const I* __restrict__ a_indices,
-                              const V* __restrict__ a_data, const I* __restrict__ b_indptr,
-                              const I* __restrict__ b_indices, const V* __restrict__ b_data,
-                              const I* __restrict__ m_indptr, const I* __restrict__ m_indices, const int complement,
-                              I* __restrict__ cols, V* __restrict__ values, unsigned char* __restrict__ keep) {
-    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n_products) return;
-    const long long e = entry_of[t];
-    const long long p = a_position[e];
-    const I k = a_indices[p];
-    const long long q = (long long)b_indptr[k] + (t - entry_start[e]);
-    const I col = b_indices[q];
-    cols[t] = col;
-    values[t] = S::mul(a_data[p], b_data[q]);
-    keep[t] = spgemm::mask_allows(m_indptr, m_indices, complement, a_row[e], col) ? 1 : 0;
+inline constexpr int SPGEMM_WIDE_THREADS = 256;  // threads per block (one row at a time) of spgemm_wide
+
+namespace spgemm {
+
+// The product walk's arrays of a wide-row block, carved from the dynamic shared memory; the
+// bitmap follows when it lives there. The host computes the same size (_spgemm_device.py
+// wide_walk_bytes).
+template <class V, int NT> struct Walk {
+    V* a_value;              // [NT] the chunk's A values
+    V* staged_value;         // [NT] this round's products
+    long long* chunk_end;    // [NT] inclusive scan of the chunk's B row lengths
+    long long* b_begin;      // [NT] where each chunk entry's B row starts
+    long long* warp_totals;  // [NT / 32]
+
+    __host__ __device__ static constexpr long long bytes() {
+        return ((long long)sizeof(V) * 2 * NT + 8LL * (2 * NT + NT / 32) + 15) / 16 * 16;
+    }
+
+    __device__ __forceinline__ explicit Walk(unsigned char* base) {
+        a_value = reinterpret_cast<V*>(base);
+        staged_value = a_value + NT;
+        chunk_end = reinterpret_cast<long long*>(staged_value + NT);
+        b_begin = chunk_end + NT;
+        warp_totals = b_begin + NT;
+    }
+};
+
+// The rank of a marked column among the row's: the set bits of the words before its own (prefix)
+// and of its own word below it.
+__device__ __forceinline__ int bit_rank(const unsigned* bits, const unsigned* prefix, long long col) {
+    const long long w = col >> 5;
+    return (int)(prefix[w] + (unsigned)__popc(bits[w] & ((1u << (unsigned)(col & 31)) - 1u)));
 }
 
-// out[r] = the fold of values[run_ptr[r]:run_ptr[r + 1]] in index order from the identity.
-template <class V, class I, class S>
-__global__ void spgemm_fold_runs(const long long n_runs, const long long* __restrict__ run_ptr,
-                                 const V* __restrict__ values, V* __restrict__ out) {
-    const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= n_runs) return;
-    V folded = S::identity();
-    for (long long i = run_ptr[r]; i < run_ptr[r + 1]; ++i) folded = S::add(folded, values[i]);
-    out[r] = folded;
+}  // namespace spgemm
+
+// Wide rows: one block of SPGEMM_WIDE_THREADS per listed row at a time (r = blockIdx.x, then
+// every gridDim.x), row = rows[r]. The row's columns are marked in a bitmap of n_cols bits,
+// followed by one rank prefix per word: in shared memory after the Walk when scratch is null,
+// else at scratch + blockIdx.x * 2 * words (zero on entry; every row leaves its bits zero).
+// Symbolic: counts[row] = the marked columns. Numeric: the row's sorted columns and values at
+// c_indices / c_data + indptr[row], folded in product order; counts[row] = its values that are
+// not zero (unless counts is null). Ranks are int: the host keeps n_cols below 2^31.
+template <class V, class I, class S, bool NUMERIC>
+__global__ void __launch_bounds__(SPGEMM_WIDE_THREADS)
+    spgemm_wide(const long long n_rows, const long long* __restrict__ rows, const long long* __restrict__ indptr,
+                long long* __restrict__ counts, const I* __restrict__ a_indptr, const I* __restrict__ a_indices,
+                const V* __restrict__ a_data, const I* __restrict__ b_indptr, const I* __restrict__ b_indices,
+                const V* __restrict__ b_data, const I* __restrict__ m_indptr, const I* __restrict__ m_indices,
+                const int complement, I* __restrict__ c_indices, V* __restrict__ c_data, const long long n_cols,
+                unsigned* __restrict__ scratch) {
+    constexpr int NT = SPGEMM_WIDE_THREADS;
+    using Layout = spgemm::Walk<V, NT>;
+    extern __shared__ __align__(16) unsigned char spgemm_shared[];
+    Layout walk(spgemm_shared);
+    const int tid = threadIdx.x;
+    const long long words = (n_cols + 31) / 32;
+    unsigned* bits = scratch != nullptr ? scratch + (long long)blockIdx.x * 2 * words
+                                        : reinterpret_cast<unsigned*>(spgemm_shared + Layout::bytes());
+    unsigned* prefix = bits + words;
+    if (scratch == nullptr)
+        for (long long w = tid; w < words; w += NT) bits[w] = 0u;
+    __syncthreads();
+    for (long long r = blockIdx.x; r < n_rows; r += gridDim.x) {
+        const long long row = rows[r];
+        spgemm::for_each_product<false, S, NT>(
+            row, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr, m_indices, complement,
+            walk.a_value, walk.chunk_end, walk.b_begin, walk.warp_totals, [&](bool valid, I col, V) {
+                if (valid) atomicOr(bits + (col >> 5), 1u << (unsigned)(col & 31));
+            });
+        __syncthreads();
+        long long total = 0;
+        if constexpr (!NUMERIC) {
+            long long marked = 0;
+            for (long long w = tid; w < words; w += NT) {
+                marked += __popc(bits[w]);
+                bits[w] = 0u;
+            }
+            spgemm::group_scan<NT>(marked, walk.warp_totals, total);
+            if (tid == 0) counts[row] = total;
+        } else {
+            // Ranks and columns: a scan of the words' set bits, NT words at a time.
+            const long long out = indptr[row];
+            long long carry = 0;
+            for (long long base = 0; base < words; base += NT) {
+                const long long w = base + tid;
+                const unsigned word = w < words ? bits[w] : 0u;
+                long long at = carry + spgemm::group_scan<NT>(__popc(word), walk.warp_totals, total) - __popc(word);
+                if (w < words) prefix[w] = (unsigned)at;
+                for (unsigned rest = word; rest != 0u; rest &= rest - 1u, ++at) {
+                    c_indices[out + at] = I(w * 32 + __ffs(rest) - 1);
+                    c_data[out + at] = S::identity();
+                }
+                carry += total;
+            }
+            __syncthreads();
+            spgemm::fold_in_order<S, NT>(row, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr,
+                                         m_indices, complement, walk.a_value, walk.staged_value, walk.chunk_end,
+                                         walk.b_begin, walk.warp_totals, c_data + out,
+                                         [&](I col) { return spgemm::bit_rank(bits, prefix, (long long)col); });
+            __syncthreads();
+            long long nonzero = 0;
+            for (long long s = tid; s < carry; s += NT) nonzero += sg::is_zero(c_data[out + s]) ? 0 : 1;
+            for (long long w = tid; w < words; w += NT) bits[w] = 0u;
+            if (counts != nullptr) {
+                spgemm::group_scan<NT>(nonzero, walk.warp_totals, total);
+                if (tid == 0) counts[row] = total;
+            }
+        }
+        __syncthreads();  // the bitmap is clear and the walk's arrays free for the next row
+    }
 }
 
 // ---------------------------------------------------------------- planning, binning, zeros
 // The rules are the NumPy reference's (upper_bounds, output_bounds, bin_rows, row_costs); the
 // host passes their constants. Stats arrays (unsigned long long, zeroed by the host) hold:
-// [0, SPGEMM_BINS) rows per bin (hash bins, then ESC), the plan's summed costs, ESC products and
-// products, a block's output total, then one list cursor per bin.
-inline constexpr int SPGEMM_BINS = 4;  // three hash bins and ESC
-inline constexpr int SPGEMM_ESC = 3;
+// [0, SPGEMM_BINS) rows per bin (hash bins, then wide), the plan's summed costs, wide rows'
+// products and all products, a block's output total, then one list cursor per bin.
+inline constexpr int SPGEMM_BINS = 4;  // three hash bins and the wide rows
+inline constexpr int SPGEMM_WIDE = 3;
 inline constexpr int SPGEMM_STAT_COST = 4;
-inline constexpr int SPGEMM_STAT_ESC_PRODUCTS = 5;
+inline constexpr int SPGEMM_STAT_WIDE_PRODUCTS = 5;
 inline constexpr int SPGEMM_STAT_PRODUCTS = 6;
 inline constexpr int SPGEMM_STAT_TOTAL = 7;
 inline constexpr int SPGEMM_STAT_CURSOR = 8;
 
 namespace spgemm {
-// The first capacity holding `length` (SPGEMM_ESC past them all), -1 for an empty row.
+// The first capacity holding `length` (SPGEMM_WIDE past them all), -1 for an empty row.
 __device__ __forceinline__ int bin_of(long long length, long long cap0, long long cap1, long long cap2) {
-    return length <= 0 ? -1 : length <= cap0 ? 0 : length <= cap1 ? 1 : length <= cap2 ? 2 : SPGEMM_ESC;
+    return length <= 0 ? -1 : length <= cap0 ? 0 : length <= cap1 ? 1 : length <= cap2 ? 2 : SPGEMM_WIDE;
 }
 }  // namespace spgemm
 
 // One warp per row of C (grid-stride): products = the sum of B's row lengths over A's row;
 // bound = min(products, n_cols, the mask row's length unless complement); bin of the bound; cost
-// = 2 bound entry_bytes + (ESC: products (2 entry_bytes + esc_overhead)) + row_overhead. Writes
-// bins[row] and costs[row]; adds rows per bin, costs, ESC products and products to stats (one
+// = 2 bound entry_bytes + (wide rows: wide_bytes, their bitmap in global scratch) + row_overhead.
+// Writes bins[row], costs[row] and counts[row] = 0 (and counts[m] = 0: the rows' counts, then
+// their scan's total); adds rows per bin, costs, wide rows' products and products to stats (one
 // atomic per block and counter).
 template <class I>
 __global__ void spgemm_plan(const long long m, const I* __restrict__ a_indptr, const I* __restrict__ a_indices,
                             const I* __restrict__ b_indptr, const I* __restrict__ m_indptr, const int complement,
                             const long long n_cols, const long long cap0, const long long cap1, const long long cap2,
-                            const long long entry_bytes, const long long esc_overhead, const long long row_overhead,
+                            const long long entry_bytes, const long long wide_bytes, const long long row_overhead,
                             signed char* __restrict__ bins, long long* __restrict__ costs,
-                            unsigned long long* __restrict__ stats) {
+                            long long* __restrict__ counts, unsigned long long* __restrict__ stats) {
     __shared__ unsigned long long block_stats[SPGEMM_STAT_PRODUCTS + 1];
     if (threadIdx.x <= SPGEMM_STAT_PRODUCTS) block_stats[threadIdx.x] = 0;
+    if (blockIdx.x == 0 && threadIdx.x == 0) counts[m] = 0;
     __syncthreads();
     const int lane = threadIdx.x % 32;
     const long long warps = (long long)gridDim.x * (blockDim.x / 32);
@@ -403,14 +528,14 @@ __global__ void spgemm_plan(const long long m, const I* __restrict__ a_indptr, c
             if (m_indptr != nullptr && !complement)
                 bound = min(bound, (long long)m_indptr[row + 1] - (long long)m_indptr[row]);
             const int bin = spgemm::bin_of(bound, cap0, cap1, cap2);
-            const bool esc = bin == SPGEMM_ESC;
-            const long long cost =
-                2 * bound * entry_bytes + (esc ? products * (2 * entry_bytes + esc_overhead) : 0) + row_overhead;
+            const bool wide = bin == SPGEMM_WIDE;
+            const long long cost = 2 * bound * entry_bytes + (wide ? wide_bytes : 0) + row_overhead;
             bins[row] = (signed char)bin;
             costs[row] = cost;
+            counts[row] = 0;
             if (bin >= 0) atomicAdd(&block_stats[bin], 1ull);
             atomicAdd(&block_stats[SPGEMM_STAT_COST], (unsigned long long)cost);
-            if (esc) atomicAdd(&block_stats[SPGEMM_STAT_ESC_PRODUCTS], (unsigned long long)products);
+            if (wide) atomicAdd(&block_stats[SPGEMM_STAT_WIDE_PRODUCTS], (unsigned long long)products);
             atomicAdd(&block_stats[SPGEMM_STAT_PRODUCTS], (unsigned long long)products);
         }
     }
@@ -420,8 +545,8 @@ __global__ void spgemm_plan(const long long m, const I* __restrict__ a_indptr, c
 }
 
 // Rows lo:hi's bins for one phase, counted into stats[0, SPGEMM_BINS). counts == nullptr: the
-// bins as they are (the plan's, by bound). Otherwise each hash row is rebinned by its exact count
-// (ESC rows stay ESC). With indptr, stats[SPGEMM_STAT_TOTAL] = indptr[hi].
+// bins as they are (the plan's, by bound). Otherwise each row is rebinned by its exact count (a
+// wide row of few entries goes to a hash table). With indptr, stats[SPGEMM_STAT_TOTAL] = indptr[hi].
 template <class I>
 __global__ void spgemm_count_bins(const long long lo, const long long hi, const long long* __restrict__ counts,
                                   const long long cap0, const long long cap1, const long long cap2,
@@ -433,7 +558,7 @@ __global__ void spgemm_count_bins(const long long lo, const long long hi, const 
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long row = lo + (long long)blockIdx.x * blockDim.x + threadIdx.x; row < hi; row += stride) {
         int bin = bins[row];
-        if (counts != nullptr && bin != SPGEMM_ESC) {
+        if (counts != nullptr) {
             bin = spgemm::bin_of(counts[row], cap0, cap1, cap2);
             bins[row] = (signed char)bin;
         }
@@ -468,22 +593,6 @@ __global__ void spgemm_list_rows(const long long lo, const long long hi, const s
             for (int b = 0; b < bin; ++b) start += bin_rows[b];
             lists[start + at + __popc(peers & ((1u << lane) - 1u))] = row;
         }
-    }
-}
-
-// kept[row] = the entries of C's row whose value is not zero (one warp per row, grid-stride).
-template <class V, class I>
-__global__ void spgemm_count_kept(const long long m, const long long* __restrict__ indptr, const V* __restrict__ data,
-                                  long long* __restrict__ kept) {
-    const int lane = threadIdx.x % 32;
-    const long long warps = (long long)gridDim.x * (blockDim.x / 32);
-    for (long long row = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; row < m; row += warps) {
-        long long n = 0;
-        const long long end = indptr[row + 1];
-        for (long long p = indptr[row] + lane; p < end; p += 32) n += sg::is_zero(data[p]) ? 0 : 1;
-#pragma unroll
-        for (int offset = 16; offset > 0; offset /= 2) n += __shfl_down_sync(sg::FULL_MASK, n, offset);
-        if (lane == 0) kept[row] = n;
     }
 }
 

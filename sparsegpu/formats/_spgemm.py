@@ -15,19 +15,21 @@ sparsegpu/reference/spgemm.py, same phases):
 
 1. Upper bounds: each row's products (the sum of B's row lengths over A's row: a gather and an
    inclusive scan).
-2. Row blocks: each row's working memory is estimated from its bound (output entries, and its
-   products where it goes through ESC); consecutive rows are grouped so that a block stays
-   within ``max_bytes`` (default: half the free device memory). Blocks run one after another,
-   each writing its rows in place in the output, allocated once; the result does not depend on
-   the blocking.
+2. Row blocks: each row's working memory is estimated from its bound (output entries, and the
+   bitmap of a wide row when it lives in global memory); consecutive rows are grouped so that a
+   block stays within ``max_bytes`` (default: half the free device memory). Blocks run one
+   after another, each writing its rows in place in the output, allocated once; the result does
+   not depend on the blocking.
 3. Symbolic phase: rows binned by their bound; a warp (bound <= 32), a 128-thread block
    (<= 256) or a 256-thread block (<= 2048) counts a row's distinct columns in a shared-memory
-   hash table twice the bound's bin; rows past that go to expand-sort-compress (ESC): their
-   products in global memory, stably sorted by (row, column), each run folded in product order.
+   hash table twice the bound's bin; a wider row gets a 256-thread block that marks its columns
+   in a bitmap of the output's columns (in shared memory up to 393,216 columns), so no product
+   is ever stored.
 4. An exclusive scan of the counts gives the block's pointers; the numeric phase, rows binned by
-   their exact length, fills each row: keys in the hash, sorted in shared memory, values folded
-   in product order (no float atomics).
-5. Without a semiring, entries equal to zero are dropped (a scan of the kept flags).
+   their exact length, fills each row: keys in the hash, sorted in shared memory (or read off
+   the bitmap in order), values folded in product order (no float atomics).
+5. Without a semiring, entries equal to zero are dropped: the numeric kernels count each row's
+   other entries, a scan of those counts places them.
 
 CPU backend: SciPy's ``A @ B`` (then sorted indices) for the arithmetic product; the NumPy
 reference for semirings and masks.
@@ -234,7 +236,7 @@ def _host_spgemm(a: Any, b: Any, shape: tuple[int, int], semiring: Semiring | No
     budget = _budget(max_bytes, "cpu")
     if semiring is None and pattern is None:
         products = reference.upper_bounds(a[0], a[1], b[0])
-        costs = reference.row_costs(products, reference.output_bounds(products, n), 0, entry_bytes)
+        costs = reference.row_costs(reference.output_bounds(products, n), 0, entry_bytes)
         blocks = reference.row_blocks(costs, budget)
         pieces = [_scipy_rows(a, b, lo, hi, n) for lo, hi in pairwise(blocks.tolist())]
         return pieces[0] if len(pieces) == 1 else reference.concatenate_blocks(pieces, shape[0], a[2].dtype)

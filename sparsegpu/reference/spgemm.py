@@ -8,8 +8,9 @@ arrays, following the GPU's phases so each can be checked on its own.
    within the budget (a row over the budget gets a block of its own). Blocks are computed one
    after another and concatenated: the result does not depend on the blocking.
 3. **Binning** (:func:`bin_rows`): rows are binned by their bound (the symbolic phase) or
-   their exact length (the numeric phase) against the hash tables' capacities; rows past the
-   largest table go to expand-sort-compress (ESC).
+   their exact length (the numeric phase) against the hash tables' capacities (one row as a
+   hash kernel computes it: :func:`hash_row`); rows past the largest table are wide rows, whose
+   columns the kernel marks in a bitmap of the output's columns (:func:`wide_row`).
 4. **Symbolic** (:func:`symbolic_counts`): the distinct columns of each row's products (the mask
    applied), counted; an exclusive scan of the counts gives the block's row pointers.
 5. **Numeric** (:func:`numeric_fill`): each row's columns sorted ascending, and each entry the
@@ -42,10 +43,6 @@ import numpy as np
 Csr = tuple[np.ndarray, np.ndarray, np.ndarray]
 Pattern = tuple[np.ndarray, np.ndarray]
 
-#: Bytes of device memory one product costs in the ESC path, beyond its column and value
-#: (counted twice: expanded and sorted): its entry and row numbers, keep flag, the three int64
-#: sort keys, the permutation and the sort's scratch (sparsegpu/formats/_spgemm_device.py's ESC path).
-ESC_OVERHEAD_BYTES = 128
 #: Bytes per row of a block beyond its entries: counts, pointers, bin lists.
 ROW_OVERHEAD_BYTES = 48
 
@@ -72,12 +69,15 @@ def output_bounds(bounds: Any, n_cols: int, mask_lengths: Any = None, complement
     return out
 
 
-def row_costs(products: Any, entries: Any, esc: Any, entry_bytes: int) -> Any:
+def row_costs(entries: Any, wide: Any, entry_bytes: int, wide_bytes: int = 0) -> Any:
     """Estimated working bytes of each row (int64): its output entries (kept twice: the block's
-    arrays and the zero-dropping copy), its products when it goes through ESC, and a fixed
-    per-row part. ``esc`` flags the rows computed by ESC."""
-    esc_bytes = products * (2 * entry_bytes + ESC_OVERHEAD_BYTES)
-    return 2 * entries * entry_bytes + esc * esc_bytes + ROW_OVERHEAD_BYTES
+    arrays and the zero-dropping copy), ``wide_bytes`` of scratch when it is a wide row (flagged
+    by ``wide``: its bitmap when that lives in global memory), and a fixed per-row part.
+
+    >>> row_costs(np.array([10, 3000]), np.array([False, True]), 12, 1000).tolist()
+    [288, 73048]
+    """
+    return 2 * entries * entry_bytes + wide * np.int64(wide_bytes) + ROW_OVERHEAD_BYTES
 
 
 def row_blocks(costs: np.ndarray, budget: int) -> np.ndarray:
@@ -100,7 +100,7 @@ def row_blocks(costs: np.ndarray, budget: int) -> np.ndarray:
 
 def bin_rows(lengths: Any, capacities: Sequence[int], xp: Any = np) -> Any:
     """Each row's bin: the first capacity holding its length (``len(capacities)`` past all, the
-    ESC bin). Rows of length 0 get bin -1: nothing to compute.
+    wide rows). Rows of length 0 get bin -1: nothing to compute.
 
     >>> bin_rows(np.array([0, 3, 32, 33, 5000]), (32, 2048)).tolist()
     [-1, 0, 0, 1, 2]
@@ -157,16 +157,26 @@ def masked_products(rows: np.ndarray, a: Csr, b: Csr, mul: Callable, mask: Patte
 def fold_runs(local: np.ndarray, cols: np.ndarray, values: np.ndarray, n_rows: int, add: Any,
               identity: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(entries per row, columns, values): products sorted by (row, column), ties kept in
-    product order (a stable sort), each run folded with ``add`` in that order."""
+    product order (a stable sort), each run folded with ``add`` in that order from the identity:
+    ``((identity + p0) + p1) + ...``, one product of every run at a time (``add.reduceat``
+    would sum long runs pairwise, which the kernels do not).
+
+    >>> x = np.array([1.0, 1e16, -1e16] + [1.0] * 8)
+    >>> fold_runs(np.zeros(11, int), np.zeros(11, int), x, 1, np.add, 0.0)[2].tolist()
+    [8.0]
+    """
     order = np.lexsort((np.arange(local.size), cols, local))
     local, cols, values = local[order], cols[order], values[order]
     heads = np.ones(local.size, dtype=bool)
     heads[1:] = (local[1:] != local[:-1]) | (cols[1:] != cols[:-1])
     starts = np.flatnonzero(heads)
-    folded = np.empty(starts.size, dtype=values.dtype)
-    if starts.size:
-        folded[:] = add.reduceat(values, starts)
-        folded[:] = add(np.asarray(identity, dtype=values.dtype), folded)  # the fold starts at the identity
+    lengths = np.diff(np.append(starts, local.size))
+    folded = np.full(starts.size, identity, dtype=values.dtype)
+    longest_first = np.argsort(-lengths, kind="stable")
+    negated = -lengths[longest_first]  # ascending
+    for j in range(int(-negated[0]) if negated.size else 0):
+        runs = longest_first[:int(np.searchsorted(negated, -j, side="left"))]  # the runs longer than j
+        folded[runs] = add(folded[runs], values[starts[runs] + j])
     counts = np.bincount(local[starts], minlength=n_rows).astype(np.int64)
     return counts, cols[starts], folded
 
@@ -254,6 +264,42 @@ def hash_row(row: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, m
     return keys, values
 
 
+def wide_row(row: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, mask: Pattern | None,
+             complement: bool, n_cols: int, threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """One row as the wide kernel computes it: products walked by :func:`chunk_products`, their
+    columns marked in a bitmap of ``n_cols`` bits (32-bit words), each word's rank prefix from a
+    scan of the words' set bits, the columns read off the bitmap in order, and each value folded
+    from the identity in visiting order at rank(column) = prefix[word] + the set bits below it in
+    its word. Returns (columns, values).
+
+    >>> a = (np.array([0, 2]), np.array([0, 1]), np.array([1.0, 2.0]))
+    >>> b = (np.array([0, 2, 3]), np.array([40, 3, 40]), np.array([1.0, 1.0, 1.0]))
+    >>> [x.tolist() for x in wide_row(0, a, b, np.add, np.multiply, 0.0, None, False, 64, 32)]
+    [[3, 40], [1.0, 3.0]]
+    """
+    a_indptr, a_indices, a_data = a
+    b_indptr, b_indices, b_data = b
+    lo, hi = int(a_indptr[row]), int(a_indptr[row + 1])
+    k = a_indices[lo:hi]
+    entries, offsets = chunk_products((b_indptr[k + 1] - b_indptr[k]).astype(np.int64), threads)
+    q = b_indptr[k[entries]].astype(np.int64) + offsets if entries.size else entries
+    cols = b_indices[q].astype(np.int64)
+    keep = np.ones(cols.size, dtype=bool) if mask is None else in_mask(np.full(cols.size, row), cols, mask) != complement
+    words = np.zeros(-(-n_cols // 32), dtype=np.uint32)
+    np.bitwise_or.at(words, cols[keep] >> 5, (np.uint32(1) << (cols[keep] & 31).astype(np.uint32)))
+    set_bits = np.unpackbits(words.view(np.uint8), bitorder="little").reshape(-1, 32)
+    prefix = np.concatenate([[0], np.cumsum(set_bits.sum(axis=1))[:-1]]).astype(np.int64)
+    columns = np.flatnonzero(set_bits.ravel())
+    below = np.cumsum(set_bits, axis=1) - set_bits  # set bits below each bit of its word
+    values = np.full(columns.size, identity, dtype=a_data.dtype)
+    products = np.asarray(mul(a_data[lo + entries], b_data[q]), dtype=a_data.dtype) if q.size else q
+    for col, product, allowed in zip(cols, np.broadcast_to(products, cols.shape), keep):
+        if allowed:
+            s = int(prefix[col >> 5] + below[col >> 5, col & 31])
+            values[s] = add(np.asarray([values[s]]), np.asarray([product], dtype=a_data.dtype))[0]
+    return columns, values
+
+
 # --------------------------------------------------------------------------- driver
 
 
@@ -267,7 +313,7 @@ def drop_zeros(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray) -> Csr
 def csr_spgemm(a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, *, n_cols: int | None = None,
                mask: Pattern | None = None, complement: bool = False, drop_zero_values: bool = False,
                capacities: Sequence[int] = (32, 256, 2048), budget: int = 1 << 62,
-               entry_bytes: int = 12) -> Csr:
+               entry_bytes: int = 12, wide_bytes: int = 0) -> Csr:
     """``C<M> = A (+.x) B`` in the kernels' phases (module docstring). ``a`` and ``b`` are
     (indptr, indices, data); ``n_cols`` B's column count (default: its largest index + 1).
     Returns C's (indptr, indices, data) with int64 pointers and indices, rows sorted."""
@@ -277,8 +323,8 @@ def csr_spgemm(a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, *, n_cols
     products = upper_bounds(a_indptr, a[1], b_indptr)
     mask_lengths = None if mask is None else np.diff(mask[0])
     bounds = output_bounds(products, n_cols, mask_lengths, complement)
-    esc = bin_rows(bounds, capacities) == len(capacities)
-    blocks = row_blocks(row_costs(products, bounds, esc, entry_bytes), budget)
+    wide = bin_rows(bounds, capacities) == len(capacities)
+    blocks = row_blocks(row_costs(bounds, wide, entry_bytes, wide_bytes), budget)
     pieces = [_block(int(lo), int(hi), a, b, add, mul, identity, bounds, capacities, mask, complement)
               for lo, hi in pairwise(blocks)]
     indptr, indices, data = concatenate_blocks(pieces, m, a[2].dtype)

@@ -181,7 +181,7 @@ def rows_of(rng, lengths, n_cols, dtype=np.float64):
 
 def every_bin_operands(rng, dtype=np.float64):
     """(S, T): T has 300 rows of 10 entries and 10 of 2700; S's rows reach bounds of 0, 20,
-    100 and 1000 over the short rows and 2700 over a long one: every hash bin and ESC."""
+    100 and 1000 over the short rows and 2700 over a long one: every hash bin and a wide row."""
     T = rows_of(rng, [10] * 300 + [2700] * 10, 3000, dtype)
     S = rows_of(rng, [0, 2, 10, 100] * 5, 300, dtype)
     S.resize((S.shape[0], 310))
@@ -190,7 +190,7 @@ def every_bin_operands(rng, dtype=np.float64):
     return sp.csr_array(sp.vstack([S, long_rows, S])), T
 
 
-def test_rows_in_every_bin_and_esc(rng, backend):
+def test_rows_in_every_bin_and_wide(rng, backend):
     S, T = every_bin_operands(rng)
     bounds = np.minimum(ref.upper_bounds(S.indptr, S.indices, T.indptr), T.shape[1])
     assert set(ref.bin_rows(bounds, _spgemm.CAPACITIES).tolist()) == {-1, 0, 1, 2, 3}
@@ -363,6 +363,48 @@ def test_hash_row_walk_matches_the_reference(rng, semiring):
             np.testing.assert_allclose(values, expected[2][lo:hi], rtol=1e-13, atol=1e-13)
 
 
+@pytest.mark.parametrize("semiring", [sr.plus_times, sr.min_plus, sr.any_pair, sr.max_times], ids=lambda s: s.name)
+def test_wide_row_walk_matches_the_reference_bitwise(rng, semiring):
+    # The wide kernel's per-row algorithm (bitmap, word ranks, fold in visiting order at the
+    # column's rank), emulated row by row, against the vectorised reference: the same bits.
+    # Values of very different sizes make any other summation order show.
+    S, T = dense_rows_operands(rng, 12, 3)
+    T.data *= 10.0 ** rng.integers(-12, 12, T.nnz)
+    M = random_csr(rng, S.shape[0], T.shape[1], 0.3)
+    a, b = (S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data)
+    add, mul, identity = semiring.add.ufunc, semiring.mul.apply, semiring.identity(np.float64)
+    for mask, complement in ((None, False), ((M.indptr, M.indices), False), ((M.indptr, M.indices), True)):
+        expected = ref.csr_spgemm(a, b, add, mul, identity, n_cols=T.shape[1], mask=mask, complement=complement)
+        for row in range(S.shape[0]):
+            keys, values = ref.wide_row(row, a, b, add, mul, identity, mask, complement, T.shape[1],
+                                        _spgemm.WIDE_THREADS)
+            lo, hi = expected[0][row], expected[0][row + 1]
+            assert np.array_equal(keys, expected[1][lo:hi])
+            assert values.tobytes() == expected[2][lo:hi].tobytes()
+
+
+def test_reference_folds_each_entry_in_product_order(rng):
+    # Sequential from the identity, as the kernels fold (not NumPy's pairwise reduction).
+    values = rng.standard_normal(500) * 10.0 ** rng.integers(-10, 10, 500)
+    local, cols = np.zeros(500, np.int64), rng.integers(0, 3, 500)
+    _, columns, folded = ref.fold_runs(local, cols, values, 1, np.add, 0.0)
+    for column, got in zip(columns, folded):
+        expected = 0.0
+        for v in values[cols == column]:
+            expected += v
+        assert got == expected
+
+
+def dense_rows_operands(rng, n_rows, n_dense, n_cols=3000):
+    """(S, T): S has ``n_rows`` rows of random length, ``n_dense`` of them nearly full, over T's
+    400 rows of 5 to 60 entries in ``n_cols`` columns: the dense rows have bounds past 2048."""
+    T = rows_of(rng, rng.integers(5, 60, 400).tolist(), n_cols)
+    lengths = rng.integers(0, 20, n_rows)
+    lengths[rng.choice(n_rows, n_dense, replace=False)] = rng.integers(300, 400, n_dense)
+    S = rows_of(rng, lengths.tolist(), 400)
+    return S, T
+
+
 class EmulatedKernels:
     """kernels/spgemm.cu's kernels as NumPy functions of the same arguments, one call per
     launch (the hash rows through the reference's :func:`hash_row`, the plan through its
@@ -374,6 +416,7 @@ class EmulatedKernels:
         self.semiring = semiring
         self.rng = rng or np.random.default_rng(0)
         self.launches: list[str] = []
+        self.wide_grids: list[tuple[int, bool]] = []
 
     def __call__(self, template):
         name = template.split("<")[0]
@@ -381,12 +424,12 @@ class EmulatedKernels:
         if name == "spgemm_rows":
             threads, table, phase = (part.strip() for part in template[:-1].split(",")[-3:])
             return lambda grid, block, args, shared_mem=0: self.rows(int(threads), int(table), phase == "true", args)
-        return {"spgemm_expand": lambda grid, block, args: self.expand(args),
-                "spgemm_fold_runs": lambda grid, block, args: self.fold(args),
-                "spgemm_plan": lambda grid, block, args: self.plan(args),
+        if name == "spgemm_wide":
+            numeric = template[:-1].split(",")[-1].strip() == "true"
+            return lambda grid, block, args, shared_mem=0: self.wide(numeric, grid[0], block[0], shared_mem, args)
+        return {"spgemm_plan": lambda grid, block, args: self.plan(args),
                 "spgemm_count_bins": lambda grid, block, args: self.count_bins(args),
                 "spgemm_list_rows": lambda grid, block, args: self.list_rows(args),
-                "spgemm_count_kept": lambda grid, block, args: self.count_kept(args),
                 "spgemm_drop_zeros": lambda grid, block, args: self.drop_zeros(args)}[name]
 
     def parts(self, dtype):
@@ -397,26 +440,26 @@ class EmulatedKernels:
         return None if isinstance(m_indptr, np.uint64) else (m_indptr, m_indices)
 
     def plan(self, args):
-        (_, a_indptr, a_indices, b_indptr, m_indptr, complement, n_cols, *caps, entry_bytes, esc_overhead,
-         row_overhead, bins, costs, stats) = args
-        assert (esc_overhead, row_overhead) == (ref.ESC_OVERHEAD_BYTES, ref.ROW_OVERHEAD_BYTES)
+        (_, a_indptr, a_indices, b_indptr, m_indptr, complement, n_cols, *caps, entry_bytes, wide_bytes,
+         row_overhead, bins, costs, counts, stats) = args
+        assert (wide_bytes, row_overhead) == (_spgemm.wide_scratch_bytes(int(n_cols)), ref.ROW_OVERHEAD_BYTES)
+        counts[:] = 0
         products = ref.upper_bounds(a_indptr, a_indices, b_indptr)
         mask_lengths = None if isinstance(m_indptr, np.uint64) else np.diff(m_indptr)
         bounds = ref.output_bounds(products, int(n_cols), mask_lengths, bool(complement))
         bins[:] = ref.bin_rows(bounds, tuple(int(c) for c in caps))
-        esc = bins == len(caps)
-        costs[:] = ref.row_costs(products, bounds, esc, int(entry_bytes))
+        wide = bins == len(caps)
+        costs[:] = ref.row_costs(bounds, wide, int(entry_bytes), int(wide_bytes))
         stats[:len(caps) + 1] += np.bincount(bins[bins >= 0], minlength=len(caps) + 1).astype(np.uint64)
         stats[_spgemm.STAT_COST] += np.uint64(costs.sum())
-        stats[_spgemm.STAT_ESC_PRODUCTS] += np.uint64(products[esc].sum())
+        stats[_spgemm.STAT_WIDE_PRODUCTS] += np.uint64(products[wide].sum())
         stats[_spgemm.STAT_PRODUCTS] += np.uint64(products.sum())
 
     def count_bins(self, args):
         lo, hi, counts, *caps, bins, indptr, stats = args
         lo, hi = int(lo), int(hi)
         if not isinstance(counts, np.uint64):
-            rebinned = ref.bin_rows(counts[lo:hi], tuple(int(c) for c in caps))
-            bins[lo:hi] = np.where(bins[lo:hi] == len(caps), len(caps), rebinned)
+            bins[lo:hi] = ref.bin_rows(counts[lo:hi], tuple(int(c) for c in caps))
         block = bins[lo:hi]
         stats[:len(caps) + 1] += np.bincount(block[block >= 0], minlength=len(caps) + 1).astype(np.uint64)
         if not isinstance(indptr, np.uint64):
@@ -424,17 +467,12 @@ class EmulatedKernels:
 
     def list_rows(self, args):
         lo, hi, bins, bin_rows, cursors, lists = args
-        starts = np.concatenate([[0], np.cumsum(bin_rows[:_spgemm.ESC_BIN + 1].astype(np.int64))])
-        for b in range(_spgemm.ESC_BIN + 1):
+        starts = np.concatenate([[0], np.cumsum(bin_rows[:_spgemm.N_BINS].astype(np.int64))])
+        for b in range(_spgemm.N_BINS):
             rows = int(lo) + np.flatnonzero(bins[int(lo):int(hi)] == b)
             assert rows.size == bin_rows[b] and cursors[b] == 0
             lists[starts[b]:starts[b] + rows.size] = self.rng.permutation(rows)
             cursors[b] += np.uint64(rows.size)
-
-    def count_kept(self, args):
-        _, indptr, data, kept = args
-        before = np.concatenate([[0], np.cumsum(data != 0)])
-        kept[:] = before[indptr[1:]] - before[indptr[:-1]]
 
     def drop_zeros(self, args):
         _, indptr, kept_ptr, indices, data, out_indices, out_data = args
@@ -452,31 +490,41 @@ class EmulatedKernels:
             keys, values = ref.hash_row(row, a, b, add, mul, identity, self.mask_of(m_indptr, m_indices),
                                         bool(complement), threads, table)
             assert keys.size <= table // 2  # what the bin promises the kernel
-            if numeric:
-                c_indices[indptr[row]:indptr[row] + keys.size] = keys
-                c_data[indptr[row]:indptr[row] + keys.size] = values
-            else:
-                counts[row] = keys.size
+            self.write_row(numeric, row, keys, values, indptr, counts, c_indices, c_data)
 
-    def expand(self, args):
-        (n, entry_of, entry_start, a_position, a_row, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr,
-         m_indices, complement, cols, values, keep) = args
-        t = np.arange(int(n))
-        p = a_position[entry_of]
-        q = b_indptr[a_indices[p]].astype(np.int64) + t - entry_start[entry_of]
-        cols[:] = b_indices[q]
-        values[:] = self.semiring.mul.apply(a_data[p], b_data[q])
-        mask = self.mask_of(m_indptr, m_indices)
-        keep[:] = 1 if mask is None else ref.in_mask(a_row[entry_of], cols.astype(np.int64), mask) != bool(complement)
+    @staticmethod
+    def write_row(numeric, row, keys, values, indptr, counts, c_indices, c_data):
+        """Symbolic: the count; numeric: the entries, and the nonzero count unless counts is null."""
+        if numeric:
+            assert indptr[row + 1] - indptr[row] == keys.size  # the symbolic count
+            c_indices[indptr[row]:indptr[row] + keys.size] = keys
+            c_data[indptr[row]:indptr[row] + keys.size] = values
+            if not isinstance(counts, np.uint64):
+                counts[row] = np.count_nonzero(values)
+        else:
+            counts[row] = keys.size
 
-    def fold(self, args):
-        n_runs, run_ptr, values, out = args
-        add, _, identity = self.parts(values.dtype)
-        for r in range(int(n_runs)):
-            folded = np.asarray([identity], values.dtype)
-            for v in values[run_ptr[r]:run_ptr[r + 1]]:
-                folded = add(folded, np.asarray([v], values.dtype))
-            out[r] = folded[0]
+    def wide(self, numeric, grid, threads, shared_mem, args):
+        """spgemm_wide: block g takes rows[g], rows[g + grid], ...; its bitmap (2 words per 32
+        columns) in shared memory, or its slice of the scratch, zero on entry and left zero."""
+        (n_rows, rows, indptr, counts, *operands, m_indptr, m_indices, complement, c_indices, c_data, n_cols,
+         scratch) = args
+        a, b = tuple(operands[:3]), tuple(operands[3:])
+        add, mul, identity = self.parts(a[2].dtype)
+        words = -(-int(n_cols) // 32)
+        walk = _spgemm.wide_walk_bytes(a[2].dtype.itemsize)
+        in_shared = isinstance(scratch, np.uint64)
+        assert threads == _spgemm.WIDE_THREADS and 1 <= grid <= max(int(n_rows), 1)
+        assert shared_mem == walk + (8 * words if in_shared else 0)
+        assert in_shared or (scratch.dtype == np.uint32 and scratch.size >= grid * 2 * words and not scratch.any())
+        self.wide_grids.append((grid, in_shared))
+        for g in range(grid):
+            for r in range(g, int(n_rows), grid):
+                row = int(rows[r])
+                keys, values = ref.wide_row(row, a, b, add, mul, identity, self.mask_of(m_indptr, m_indices),
+                                            bool(complement), int(n_cols), threads)
+                assert keys.size == 0 or keys[-1] < n_cols
+                self.write_row(numeric, row, keys, values, indptr, counts, c_indices, c_data)
 
 
 @pytest.mark.parametrize("semiring", [None, sr.plus_times, sr.min_plus, sr.plus_pair], ids=lambda s: getattr(s, "name", "scipy"))
@@ -497,7 +545,7 @@ def test_device_host_code_on_emulated_kernels(rng, semiring, index_dtype, monkey
                                                        max_bytes, xp=np, kernels=kernels)
         expected = spgemm(A, B, semiring=semiring, mask=None if mask is None else M, complement=complement)
         # A mask of half the columns keeps every bound within the largest hash table.
-        assert any("spgemm_expand" in k for k in kernels.launches) == (mask is None or complement)
+        assert any("spgemm_wide" in k for k in kernels.launches) == (mask is None or complement)
         assert {k.split(",")[3].strip() for k in kernels.launches if k.startswith("spgemm_rows")} >= {"32", "128"}
         assert np.array_equal(indptr, expected.indptr)
         assert np.array_equal(indices, expected.indices)
@@ -522,7 +570,7 @@ def test_device_host_code_every_dtype(rng, dtype, index_dtype, monkeypatch):
 
 
 def test_device_host_code_few_reads_and_blocks_in_place(rng, monkeypatch):
-    # One block without ESC rows: two stats reads and the zero count; no ESC launch. Many blocks:
+    # One block without wide rows: two stats reads and the zero count; no wide launch. Many blocks:
     # the rows written in place into one output, bitwise the one-block result.
     monkeypatch.setattr(_spgemm, "POISON", True)
     reads = []
@@ -533,7 +581,7 @@ def test_device_host_code_few_reads_and_blocks_in_place(rng, monkeypatch):
     kernels = EmulatedKernels(None, rng)
     whole = _spgemm.device_spgemm(a, b, (90, 80), None, None, False, 1 << 40, xp=np, kernels=kernels)
     assert reads == [_spgemm.STATS, _spgemm.STATS]
-    assert not any(k.startswith("spgemm_expand") for k in kernels.launches)
+    assert not any(k.startswith("spgemm_wide") for k in kernels.launches)
     assert any(k.startswith("spgemm_drop_zeros") for k in kernels.launches)
     expected = scipy_product(S, T)
     assert np.array_equal(whole[0], expected.indptr) and np.array_equal(whole[1], expected.indices)
@@ -543,6 +591,62 @@ def test_device_host_code_few_reads_and_blocks_in_place(rng, monkeypatch):
         assert sum(k.startswith("spgemm_count_bins") for k in kernels.launches) > 4  # two per block
         for got, want in zip(blocked, whole):
             assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("semiring", [None, sr.plus_times, sr.min_plus, sr.plus_pair], ids=lambda s: getattr(s, "name", "scipy"))
+def test_device_wide_rows_in_global_scratch(rng, semiring, monkeypatch):
+    # Bitmaps past the shared limit go to global scratch with a capped grid (blocks take rows in
+    # turn); each wide row's cost counts its slice, so a small budget splits the wide rows into
+    # row blocks. Bitwise the reference (or, without a semiring, its product with zeros dropped).
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    monkeypatch.setattr(_spgemm, "WIDE_SHARED_BYTES", 0)
+    monkeypatch.setattr(_spgemm, "WIDE_GRID", 2)
+    S, T = dense_rows_operands(rng, 40, 7)
+    S.data[::5] = 0.0
+    M = random_csr(rng, S.shape[0], T.shape[1], 0.6)
+    a, b = (S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data)
+    parts = semiring or sr.plus_times
+    add, mul, identity = parts.add.ufunc, parts.mul.apply, parts.identity(np.float64)
+    slice_bytes = _spgemm.wide_bitmap_bytes(T.shape[1])
+    for mask, complement, max_bytes in ((None, False, 1 << 40), ((M.indptr, M.indices), True, 1 << 40),
+                                        (None, False, 3 * slice_bytes)):
+        kernels = EmulatedKernels(semiring, rng)
+        got = _spgemm.device_spgemm(a, b, (S.shape[0], T.shape[1]), semiring, mask, complement, max_bytes, xp=np,
+                                    kernels=kernels)
+        expected = ref.csr_spgemm(a, b, add, mul, identity, n_cols=T.shape[1], mask=mask, complement=complement,
+                                  drop_zero_values=semiring is None)
+        for g, e in zip(got, expected):
+            assert g.astype(e.dtype).tobytes() == e.tobytes()
+        assert kernels.wide_grids and all(not in_shared for _, in_shared in kernels.wide_grids)
+        if max_bytes < 1 << 40:  # at most 3 wide rows per block: 2 blocks, then the rest in turn
+            assert max(grid for grid, _ in kernels.wide_grids) <= 2
+            assert sum(k.startswith("spgemm_wide") and k.endswith("false>") for k in kernels.launches) >= 3
+        else:
+            assert (2, False) in kernels.wide_grids
+
+
+def test_device_wide_bound_few_columns_fills_in_a_hash_table(rng):
+    # A row with more than 2048 products, all in 50 of 3000 columns: the wide kernel counts it,
+    # then the numeric phase (rows binned by their count) fills it in a hash table.
+    T = rows_of(rng, [10] * 300, 50)
+    T.resize((300, 3000))
+    S = sp.csr_array(sp.vstack([rows_of(rng, [250], 300), rows_of(rng, [3] * 20, 300)]))
+    a, b = (S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data)
+    kernels = EmulatedKernels(None, rng)
+    got = _spgemm.device_spgemm(a, b, (S.shape[0], 3000), sr.plus_times, None, False, 1 << 40, xp=np,
+                                kernels=kernels)
+    assert any(k.startswith("spgemm_wide") and k.endswith("false>") for k in kernels.launches)
+    assert not any(k.startswith("spgemm_wide") and k.endswith("true>") for k in kernels.launches)
+    expected = ref.csr_spgemm(a, b, np.add, np.multiply, 0.0, n_cols=3000)
+    for g, e in zip(got, expected):
+        assert g.astype(e.dtype).tobytes() == e.tobytes()
+
+
+def test_wide_scratch_and_walk_sizes():
+    assert _spgemm.wide_scratch_bytes(32 * (_spgemm.WIDE_SHARED_BYTES // 8)) == 0
+    assert _spgemm.wide_scratch_bytes(32 * (_spgemm.WIDE_SHARED_BYTES // 8) + 1) == _spgemm.WIDE_SHARED_BYTES + 8
+    for value_size in (4, 8, 16):
+        assert _spgemm.wide_walk_bytes(value_size) + _spgemm.WIDE_SHARED_BYTES <= 227 * 1024
 
 
 def test_device_product_too_large_raises_memory_error(rng, monkeypatch):
@@ -659,3 +763,73 @@ def test_one_dimensional_sparse_operand_is_refused_by_name(rng):
         A @ sp.coo_array(rng.random(3))
     with pytest.raises(ValueError, match="A must be a 2-D sparse matrix"):
         sparsegpu.spgemm(sp.coo_array(rng.random(4)), A)
+
+
+# --------------------------------------------------------------------------- wide rows on the GPU
+
+
+def bitwise_reference(S, T, semiring=None, mask=None):
+    """The NumPy reference's (indptr, indices, data) of S (+.x) T: SciPy's pattern rule (zeros
+    dropped) without a semiring."""
+    parts = semiring or sr.plus_times
+    pattern = None if mask is None else (mask.indptr, mask.indices)
+    return ref.csr_spgemm((S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data), parts.add.ufunc,
+                          parts.mul.apply, parts.identity(S.dtype), n_cols=T.shape[1], mask=pattern,
+                          drop_zero_values=semiring is None)
+
+
+def assert_bitwise(C, expected):
+    assert to_numpy(C.indptr).astype(np.int64).tobytes() == expected[0].tobytes()
+    assert to_numpy(C.indices).astype(np.int64).tobytes() == expected[1].tobytes()
+    assert to_numpy(C.data).tobytes() == expected[2].tobytes()
+
+
+@pytest.mark.gpu
+@requires_matrices
+@pytest.mark.parametrize("name", ["ego-Facebook", "as-caida"])
+def test_gpu_wide_rows_of_real_graphs_bitwise(rng, name, monkeypatch):
+    # Power-law graphs: hundreds of rows past 2048 products. Values of many magnitudes, so any
+    # summation order other than the product order shows in the bits.
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    S = datasets.load_matrix(name)
+    S.data = rng.uniform(0.5, 2.0, S.nnz) * 10.0 ** rng.integers(-8, 8, S.nnz)
+    bounds = ref.upper_bounds(S.indptr, S.indices, S.indptr)
+    assert np.count_nonzero(bounds > _spgemm.CAPACITIES[-1]) > 100
+    A = sparsegpu.from_scipy(S, backend="gpu")
+    assert_bitwise(spgemm(A, A), bitwise_reference(S, S))
+    blocked = spgemm(A, A, max_bytes=int(bounds.sum()))  # several row blocks
+    assert_bitwise(blocked, bitwise_reference(S, S))
+
+
+@pytest.mark.gpu
+@requires_matrices
+def test_gpu_masked_triangle_counts_on_a_real_graph(monkeypatch):
+    # C<L> = L plus_pair L^T (triangle counting) with wide rows, bitwise the reference.
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    G = datasets.load_matrix("ego-Facebook")
+    G = sp.csr_array(((G + G.T) > 0).astype(np.float64))
+    L = sp.csr_array(sp.tril(G, k=-1))
+    LT = sp.csr_array(L.T)
+    A = sparsegpu.from_scipy(L, backend="gpu")
+    C = spgemm(A, sparsegpu.from_scipy(LT, backend="gpu"), semiring="plus_pair", mask=A)
+    assert_bitwise(C, bitwise_reference(L, LT, sr.plus_pair, L))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shared", [True, False], ids=["shared-bitmap", "global-bitmap"])
+@pytest.mark.parametrize("semiring", [None, sr.plus_times, sr.min_plus], ids=lambda s: getattr(s, "name", "scipy"))
+def test_gpu_random_matrix_with_dense_rows_bitwise(rng, shared, semiring, monkeypatch):
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    if not shared:  # every bitmap in global scratch, few blocks taking rows in turn
+        monkeypatch.setattr(_spgemm, "WIDE_SHARED_BYTES", 0)
+        monkeypatch.setattr(_spgemm, "WIDE_GRID", 3)
+    S, T = dense_rows_operands(rng, 300, 20, n_cols=20_000)
+    S.data *= 10.0 ** rng.integers(-8, 8, S.nnz)
+    S.data[::7] = 0.0
+    M = random_csr(rng, S.shape[0], T.shape[1], 0.3)
+    A, B = sparsegpu.from_scipy(S, backend="gpu"), sparsegpu.from_scipy(T, backend="gpu")
+    assert_bitwise(spgemm(A, B, semiring=semiring), bitwise_reference(S, T, semiring))
+    masked = spgemm(A, B, semiring=semiring, mask=sparsegpu.from_scipy(M, backend="gpu"))
+    assert_bitwise(masked, bitwise_reference(S, T, semiring, M))
+    blocked = spgemm(A, B, semiring=semiring, max_bytes=200_000)
+    assert_bitwise(blocked, bitwise_reference(S, T, semiring))
