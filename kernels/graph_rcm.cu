@@ -106,6 +106,42 @@ cm_parent_keys(const I* __restrict__ indptr, const I* __restrict__ indices, cons
     if (i < count) parent[i] = cm_parent_key(indptr, indices, levels, key, members[i], level);
 }
 
+// For each of the `count` vertices of `members` (count <= CM_SMALL), its parent key
+// (cm_parent_key), degree and index into shared memory. A group of lanes shares each vertex's
+// edges, as many lanes as the block holds for the level (a power of two, at most a warp), and
+// loads a neighbour's level and key together: a level's latency is one edge's loads, not its
+// longest row's. Every thread of the block must call it (the groups reduce by shuffles).
+template <class I>
+__device__ __forceinline__ void cm_level_parents(const I* indptr, const I* indices, const int* levels,
+                                                 const I* degree, const int* members, const int count,
+                                                 const int level, const long long* key, long long* parent,
+                                                 long long* deg, int* vertex) {
+    int lanes = 32;
+    while (lanes > 1 && lanes * count > CM_SMALL) lanes >>= 1;
+    const int slot = threadIdx.x / lanes, lane = threadIdx.x % lanes;
+    long long best = RCM_NONE;
+    int v = 0;
+    if (slot < count) {
+        v = members[slot];
+        const long long stop = indptr[v + 1];
+        for (long long e = indptr[v] + lane; e < stop; e += lanes) {
+            const I u = indices[e];
+            const int u_level = levels[u];
+            const long long k = __ldcg(key + u);  // read with the level; used only on level - 1
+            best = u_level == level - 1 && k < best ? k : best;
+        }
+    }
+    for (int offset = lanes >> 1; offset > 0; offset >>= 1) {
+        const long long other = __shfl_xor_sync(0xffffffffu, best, offset);
+        best = other < best ? other : best;
+    }
+    if (slot < count && lane == 0) {
+        vertex[slot] = v;
+        deg[slot] = (long long)degree[v];
+        parent[slot] = best;
+    }
+}
+
 // The block's exclusive prefix sum of counts[0, n) in place (n <= CM_SMALL), by warp shuffles
 // and one pass over the warps' totals; returns the sum. Every thread of the block must call it.
 __device__ __forceinline__ int cm_block_exclusive_scan(int* counts, const int n, int* warp_totals) {
@@ -157,12 +193,7 @@ cm_small_levels(const I* __restrict__ indptr, const I* __restrict__ indices, con
     for (int level = first; level < last; ++level) {
         const long long begin = offsets[level], count = offsets[level + 1] - begin;
         const long long previous = offsets[level - 1], previous_count = begin - previous;
-        if (t < count) {
-            const int v = order[begin + t];
-            vertex[t] = v;
-            deg[t] = (long long)degree[v];
-            parent[t] = cm_parent_key(indptr, indices, levels, key, v, level);
-        }
+        cm_level_parents(indptr, indices, levels, degree, order + begin, (int)count, level, key, parent, deg, vertex);
         const bool grouped = count > CM_PAIRWISE && previous_count <= CM_SMALL;
         if (grouped) {
             if (t < previous_count) group[t] = cursor[t] = 0;
