@@ -28,6 +28,9 @@ template <class T> __device__ __forceinline__ bool operator==(complex<T> a, comp
 }
 
 template <class V> __device__ __forceinline__ bool is_zero(V v) { return v == V(0); }
+// alpha * v, and v itself when alpha is one: a complex one times an infinite or NaN part would
+// turn the other part to NaN, where SciPy's product (no alpha) keeps it.
+template <class V> __device__ __forceinline__ V scaled(V alpha, V v) { return alpha == V(1) ? v : alpha * v; }
 
 // ---------------------------------------------------------------- read-only (non-coherent) loads
 // A complex value loads as one float2 / double2 vector.
@@ -218,7 +221,7 @@ __device__ __forceinline__ bool grid_sums(double (&v)[N], double* partials, unsi
 
 // y = alpha * s + beta * y, never reading y when beta is zero (it may hold garbage or NaN).
 template <class V> __device__ __forceinline__ V axpby(V alpha, V s, V beta, const V* y) {
-    return is_zero(beta) ? alpha * s : alpha * s + beta * *y;
+    return is_zero(beta) ? scaled(alpha, s) : scaled(alpha, s) + beta * *y;
 }
 
 // ---------------------------------------------------------------- atomics (non-deterministic paths)

@@ -74,7 +74,7 @@ template <int G> __device__ __forceinline__ unsigned group_mask() {
 
 // out = alpha * sum + beta * out, reading out only when beta is nonzero.
 template <class V> __device__ __forceinline__ void store_axpby(V* p, V alpha, V sum, V beta) {
-    *p = sg::is_zero(beta) ? alpha * sum : alpha * sum + beta * *p;
+    *p = sg::is_zero(beta) ? sg::scaled(alpha, sum) : sg::scaled(alpha, sum) + beta * *p;
 }
 
 // A group's accumulators for one panel of columns: TILES chunks of VEC values per lane.
@@ -121,7 +121,8 @@ template <class V, int G, int VEC, int TILES> struct RowPanel {
                 V* parts = reinterpret_cast<V*>(&old);
 #pragma unroll
                 for (int u = 0; u < VEC; ++u)
-                    parts[u] = sg::is_zero(beta) ? alpha * acc[t][u] : alpha * acc[t][u] + beta * parts[u];
+                    parts[u] = sg::is_zero(beta) ? sg::scaled(alpha, acc[t][u])
+                                                 : sg::scaled(alpha, acc[t][u]) + beta * parts[u];
                 *p = old;
             } else {
                 store_axpby(Y + row * y_row + first[t] * y_col, alpha, acc[t][0], beta);

@@ -45,7 +45,7 @@ coo_reduce_tiles(const I* __restrict__ keys, const I* __restrict__ cols, const V
         if (carry_key != none && carry_key != sg::shfl(key, 0)) {
             if (carry_key == head_key) head = carry;
             else if (carry_key == tail_key) tail = carry;
-            else if (lane == 0) y[carry_key] = y[carry_key] + alpha * carry;
+            else if (lane == 0) y[carry_key] = y[carry_key] + sg::scaled(alpha, carry);
             carry_key = none;
         }
 #pragma unroll
@@ -62,7 +62,7 @@ coo_reduce_tiles(const I* __restrict__ keys, const I* __restrict__ cols, const V
         const unsigned tail_lanes = __ballot_sync(sg::FULL_MASK, row_ends && key == tail_key && key != head_key);
         if (head_lanes) head = sg::shfl(v, __ffs(head_lanes) - 1);
         if (tail_lanes) tail = sg::shfl(v, __ffs(tail_lanes) - 1);
-        if (row_ends && key != head_key && key != tail_key) y[key] = y[key] + alpha * v;
+        if (row_ends && key != head_key && key != tail_key) y[key] = y[key] + sg::scaled(alpha, v);
         carry = sg::shfl(v, 31);
         carry_key = sg::shfl(key, 31);
     }
@@ -70,7 +70,7 @@ coo_reduce_tiles(const I* __restrict__ keys, const I* __restrict__ cols, const V
     if (carry_key != none) {
         if (carry_key == head_key) head = carry;
         else if (carry_key == tail_key) tail = carry;
-        else if (lane == 0) y[carry_key] = y[carry_key] + alpha * carry;
+        else if (lane == 0) y[carry_key] = y[carry_key] + sg::scaled(alpha, carry);
     }
     if (!single && lane == 0) {
         carry_keys[2 * tile] = head_key;
@@ -84,5 +84,5 @@ template <class V, class I>
 __global__ void coo_spmv_atomic(const I* __restrict__ rows, const I* __restrict__ cols, const V* __restrict__ data,
                                 const V* __restrict__ x, const long long n, V* __restrict__ y, const V alpha) {
     const long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (j < n) sg::atomic_add(y + rows[j], alpha * sg::ldg(data + j) * sg::ldg(x + sg::ldg(cols + j)));
+    if (j < n) sg::atomic_add(y + rows[j], sg::scaled(alpha, sg::ldg(data + j) * sg::ldg(x + sg::ldg(cols + j))));
 }

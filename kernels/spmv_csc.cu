@@ -15,7 +15,7 @@ csc_spmv_scatter(const I* __restrict__ indptr, const I* __restrict__ indices, co
     const long long thread = (long long)blockIdx.x * SCATTER_BLOCK + threadIdx.x;
     const I col = (I)(thread / TPC);
     if (col >= n_cols) return;  // no shuffles below, so lanes may leave independently
-    const V ax = alpha * sg::ldg(x + col);
+    const V ax = sg::scaled(alpha, sg::ldg(x + col));
     const I end = sg::ldg(indptr + col + 1);
     for (I j = sg::ldg(indptr + col) + (I)(thread % TPC); j < end; j += TPC)
         sg::atomic_add(y + sg::ldg(indices + j), ax * sg::ldg(data + j));

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sparsegpu.reference.spmv import combine, segment_sum
+from sparsegpu.reference.spmv import combine, scaled, segment_sum
 
 
 def _padded_sums(indices, data, rows_of_slots, x, n_rows):
@@ -31,7 +31,7 @@ def hyb_spmv(ell_indices, ell_data, width, coo_row, coo_col, coo_data, x, y, alp
     """HYB reference of kernels/spmv_ell.cu then kernels/spmv_coo.cu: the ELL part writes
     ``alpha * A_ell x + beta * y``, the COO part adds ``alpha * A_coo x``."""
     ell_spmv(ell_indices, ell_data, width, x, y, alpha, beta)
-    y += y.dtype.type(alpha) * segment_sum(coo_row, coo_data * x[coo_col], y.size)
+    y += scaled(alpha, segment_sum(coo_row, coo_data * x[coo_col], y.size), y.dtype.type)
     return y
 
 

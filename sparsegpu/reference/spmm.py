@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from sparsegpu.reference.spmv import segment_sum
+from sparsegpu.reference.spmv import scaled, segment_sum
 
 
 def combine_block(Y: np.ndarray, sums: np.ndarray, alpha, beta) -> np.ndarray:
     """Y = alpha * sums + beta * Y in place (Y not read when beta is zero); returns Y."""
     dtype = Y.dtype.type
     if beta == 0:
-        Y[...] = dtype(alpha) * sums
+        Y[...] = scaled(alpha, sums, dtype)
     else:
-        Y[...] = dtype(alpha) * sums + dtype(beta) * Y
+        Y[...] = scaled(alpha, sums, dtype) + dtype(beta) * Y
     return Y
 
 

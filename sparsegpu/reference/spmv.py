@@ -26,12 +26,18 @@ def _expand(indptr: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(indptr.size - 1, dtype=indptr.dtype), np.diff(indptr))
 
 
+def scaled(alpha, values: np.ndarray, dtype) -> np.ndarray:
+    """``dtype(alpha) * values``, and ``values`` themselves when alpha is one (as the kernels'
+    ``sg::scaled``): a complex one times an infinite or NaN part would make the other part NaN."""
+    return values if alpha == 1 else dtype(alpha) * values
+
+
 def combine(y: np.ndarray, sums: np.ndarray, alpha, beta) -> np.ndarray:
     dtype = y.dtype.type
     if beta == 0:
-        y[...] = dtype(alpha) * sums
+        y[...] = scaled(alpha, sums, dtype)
     else:
-        y[...] = dtype(alpha) * sums + dtype(beta) * y
+        y[...] = scaled(alpha, sums, dtype) + dtype(beta) * y
     return y
 
 

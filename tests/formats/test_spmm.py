@@ -445,3 +445,24 @@ def test_bench_on_gpu_small():
     for row in rows:
         assert row["outcomes"]["csr"]["status"] == "ok" and row["outcomes"]["cupyx"]["status"] == "ok"
         assert row["copy_gbps"] > 100
+
+
+@pytest.mark.parametrize("fmt", ["csr", "coo", "csc", "ell", "hyb", "jds", "sell"])
+def test_complex_products_keep_infinite_parts_as_scipy_does(rng, backend, fmt):
+    """With alpha one, a product is the plain sum SciPy forms: a complex one times inf + nan*j
+    would turn the infinite part to NaN, so neither the kernels nor the references multiply by
+    it (kernels/common.cuh sg::scaled)."""
+    n = int(rng.integers(3, 40))
+    S = sp.csr_array(sp.random_array((n, n), density=0.3, rng=rng, format="csr") + sp.eye_array(n)).astype(np.complex64)
+    x = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64)
+    x[int(rng.integers(n))] = np.inf
+    xp = xp_for(backend)
+    A = sparsegpu.from_scipy(S, format=fmt, backend=backend)
+    with np.errstate(invalid="ignore"):
+        want_vector, want_block = S @ x, S @ np.stack([x, x[::-1]], axis=1)
+        got_vector = to_numpy(A @ xp.asarray(x))
+        got_block = to_numpy(A @ xp.asarray(np.stack([x, x[::-1]], axis=1)))
+        np.testing.assert_allclose(got_vector, want_vector, rtol=1e-5, equal_nan=True)
+        np.testing.assert_allclose(got_block, want_block, rtol=1e-5, equal_nan=True)
+        np.testing.assert_allclose(A.reference_spmv(x), want_vector, rtol=1e-5, equal_nan=True)
+    assert np.isinf(want_vector).any() and np.isinf(got_vector).any()
