@@ -321,6 +321,82 @@ __device__ __forceinline__ void fill_row(Shared<V, I, NT, TABLE>& sh, const long
     }
 }
 
+// A row of at most 32 A entries and 32 products, by one warp in registers (no table, no sort):
+// lane t holds product t; the lanes of one column are found with __match_any_sync, the lowest
+// (the leader) folds its peers' products in lane order (product order) from the identity, and
+// its sorted position is the number of leaders of smaller columns. Symbolic: counts[row] = the
+// leaders. Numeric: the entries at c_indices / c_data + indptr[row], and counts[row] = the
+// values that are not zero (unless counts is null). False (nothing written) for a larger row,
+// which the hash table then computes; the warp decides together.
+template <bool NUMERIC, class S, class V, class I>
+__device__ __forceinline__ bool warp_row(Shared<V, I, 32, 64>& sh, const long long row,
+                                         const long long* __restrict__ indptr, long long* __restrict__ counts,
+                                         const I* __restrict__ a_indptr, const I* __restrict__ a_indices,
+                                         const V* __restrict__ a_data, const I* __restrict__ b_indptr,
+                                         const I* __restrict__ b_indices, const V* __restrict__ b_data,
+                                         const I* __restrict__ m_indptr, const I* __restrict__ m_indices,
+                                         const int complement, I* __restrict__ c_indices, V* __restrict__ c_data) {
+    const int lane = threadIdx.x % 32;
+    const long long row_begin = a_indptr[row], row_end = a_indptr[row + 1];
+    if (row_end - row_begin > 32) return false;
+    const long long e = row_begin + lane;
+    long long length = 0, begin = 0;
+    V value = V(0);
+    if (e < row_end) {
+        const I k = a_indices[e];
+        begin = b_indptr[k];
+        length = (long long)b_indptr[k + 1] - begin;
+        if (NUMERIC) value = a_data[e];
+    }
+    long long total;
+    const long long end = group_scan<32>(length, nullptr, total);
+    if (total > 32) return false;
+    sh.chunk_end[lane] = end;
+    sh.b_begin[lane] = begin;
+    sh.a_value[lane] = value;
+    __syncwarp();
+    bool valid = lane < total;
+    I col = I(-1);
+    V product = V(0);
+    if (valid) {
+        int lo = 0, hi = 31;  // the first entry whose products end past this lane's
+        while (lo < hi) {
+            const int mid = (lo + hi) / 2;
+            if (sh.chunk_end[mid] > lane) hi = mid;
+            else lo = mid + 1;
+        }
+        const long long q = sh.b_begin[lo] + (lane - (lo > 0 ? sh.chunk_end[lo - 1] : 0));
+        col = b_indices[q];
+        valid = mask_allows(m_indptr, m_indices, complement, row, col);
+        if (NUMERIC && valid) product = S::mul(sh.a_value[lo], b_data[q]);
+    }
+    const unsigned peers = __match_any_sync(sg::FULL_MASK, valid ? col : I(-1));
+    const bool leader = valid && __ffs(peers) - 1 == lane;
+    const unsigned leaders = __ballot_sync(sg::FULL_MASK, leader);
+    if constexpr (!NUMERIC) {
+        if (lane == 0) counts[row] = __popc(leaders);
+    } else {
+        int rank = 0;  // leaders of smaller columns
+        for (unsigned rest = leaders; rest != 0u; rest &= rest - 1u)
+            rank += __shfl_sync(sg::FULL_MASK, col, __ffs(rest) - 1) < col ? 1 : 0;
+        sh.staged_value[lane] = product;
+        __syncwarp();
+        bool nonzero = false;
+        if (leader) {
+            V folded = S::identity();
+            for (unsigned rest = peers; rest != 0u; rest &= rest - 1u)
+                folded = S::add(folded, sh.staged_value[__ffs(rest) - 1]);
+            const long long out = indptr[row] + rank;
+            c_indices[out] = col;
+            c_data[out] = folded;
+            nonzero = !sg::is_zero(folded);
+        }
+        const unsigned kept = __ballot_sync(sg::FULL_MASK, nonzero);
+        if (counts != nullptr && lane == 0) counts[row] = __popc(kept);
+    }
+    return true;
+}
+
 }  // namespace spgemm
 
 // One group of NT threads per listed row: row = rows[r] (a row of C), r < n_rows. Symbolic
@@ -344,6 +420,11 @@ __global__ void spgemm_rows(const long long n_rows, const long long* __restrict_
     if (r >= n_rows) return;  // whole groups leave: a group synchronises only its own threads
     Layout sh(spgemm_shared + group * Layout::bytes());
     const long long row = rows[r];
+    if constexpr (NT == 32) {
+        if (spgemm::warp_row<NUMERIC, S>(sh, row, indptr, counts, a_indptr, a_indices, a_data, b_indptr, b_indices,
+                                         b_data, m_indptr, m_indices, complement, c_indices, c_data))
+            return;
+    }
 
     for (int i = tid; i < TABLE; i += NT) sh.keys[i] = I(-1);
     if (tid == 0) *sh.count = 0;

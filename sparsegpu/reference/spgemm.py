@@ -264,6 +264,43 @@ def hash_row(row: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, m
     return keys, values
 
 
+def warp_row(row: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, mask: Pattern | None,
+             complement: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """One row of at most 32 A entries and 32 products as the warp kernel computes it without a
+    table: lane t holds product t; the lanes of one column (the mask applied) are peers, the
+    lowest of them (the leader) folds their products in lane order from the identity, and its
+    sorted position is the number of leaders of smaller columns. Returns (columns, values), or
+    None for a larger row (the kernel then uses its hash table, :func:`hash_row`).
+
+    >>> a = (np.array([0, 2]), np.array([0, 1]), np.array([1.0, 2.0]))
+    >>> b = (np.array([0, 2, 3]), np.array([7, 3, 7]), np.array([1.0, 1.0, 1.0]))
+    >>> [x.tolist() for x in warp_row(0, a, b, np.add, np.multiply, 0.0, None, False)]
+    [[3, 7], [1.0, 3.0]]
+    """
+    a_indptr, a_indices, a_data = a
+    b_indptr, b_indices, b_data = b
+    lo, hi = int(a_indptr[row]), int(a_indptr[row + 1])
+    k = a_indices[lo:hi]
+    lengths = (b_indptr[k + 1] - b_indptr[k]).astype(np.int64)
+    if hi - lo > 32 or lengths.sum() > 32:
+        return None
+    entries, offsets = chunk_products(lengths, 32)
+    q = b_indptr[k[entries]].astype(np.int64) + offsets if entries.size else entries
+    cols = b_indices[q].astype(np.int64)
+    valid = np.ones(cols.size, dtype=bool) if mask is None else in_mask(np.full(cols.size, row), cols, mask) != complement
+    keys = np.where(valid, cols, -1)
+    products = np.broadcast_to(np.asarray(mul(a_data[lo + entries], b_data[q]), dtype=a_data.dtype), cols.shape)
+    leaders = [t for t in range(cols.size) if valid[t] and not np.any(keys[:t] == keys[t])]
+    columns = np.zeros(len(leaders), dtype=np.int64)
+    values = np.full(len(leaders), identity, dtype=a_data.dtype)
+    for t in leaders:
+        rank = sum(int(cols[u] < cols[t]) for u in leaders)
+        columns[rank] = cols[t]
+        for peer in np.flatnonzero(keys == keys[t]):  # lane order
+            values[rank] = add(np.asarray([values[rank]]), np.asarray([products[peer]]))[0]
+    return columns, values
+
+
 def wide_row(row: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, mask: Pattern | None,
              complement: bool, n_cols: int, threads: int) -> tuple[np.ndarray, np.ndarray]:
     """One row as the wide kernel computes it: products walked by :func:`chunk_products`, their

@@ -383,6 +383,31 @@ def test_wide_row_walk_matches_the_reference_bitwise(rng, semiring):
             assert values.tobytes() == expected[2][lo:hi].tobytes()
 
 
+@pytest.mark.parametrize("semiring", [sr.plus_times, sr.min_plus, sr.any_pair, sr.max_times], ids=lambda s: s.name)
+def test_warp_row_in_registers_matches_the_reference_bitwise(rng, semiring):
+    # The warp kernel's path for rows of at most 32 products (peers by column, leaders' ranks,
+    # lane-order folds), emulated row by row, against the vectorised reference: the same bits.
+    # Rows of up to 40 products: the larger ones are refused (the kernel's hash table takes them).
+    T = rows_of(rng, rng.integers(0, 9, 200).tolist(), 40)
+    T.data *= 10.0 ** rng.integers(-12, 12, T.nnz)
+    S = rows_of(rng, rng.integers(0, 9, 300).tolist(), 200)
+    S.data[::7] = 0.0
+    M = random_csr(rng, S.shape[0], T.shape[1], 0.4)
+    a, b = (S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data)
+    add, mul, identity = semiring.add.ufunc, semiring.mul.apply, semiring.identity(np.float64)
+    products = ref.upper_bounds(S.indptr, S.indices, T.indptr)
+    assert np.any(products > 32) and np.count_nonzero(products <= 32) > 100
+    for mask, complement in ((None, False), ((M.indptr, M.indices), False), ((M.indptr, M.indices), True)):
+        expected = ref.csr_spgemm(a, b, add, mul, identity, n_cols=T.shape[1], mask=mask, complement=complement)
+        for row in range(S.shape[0]):
+            got = ref.warp_row(row, a, b, add, mul, identity, mask, complement)
+            assert (got is None) == (products[row] > 32)
+            if got is not None:
+                lo, hi = expected[0][row], expected[0][row + 1]
+                assert np.array_equal(got[0], expected[1][lo:hi])
+                assert got[1].tobytes() == expected[2][lo:hi].tobytes()
+
+
 def test_reference_folds_each_entry_in_product_order(rng):
     # Sequential from the identity, as the kernels fold (not NumPy's pairwise reduction).
     values = rng.standard_normal(500) * 10.0 ** rng.integers(-10, 10, 500)
@@ -485,10 +510,12 @@ class EmulatedKernels:
         n_rows, rows, indptr, counts, *operands, m_indptr, m_indices, complement, c_indices, c_data = args
         a, b = tuple(operands[:3]), tuple(operands[3:])
         add, mul, identity = self.parts(a[2].dtype)
+        mask = self.mask_of(m_indptr, m_indices)
         for r in range(int(n_rows)):
             row = int(rows[r])
-            keys, values = ref.hash_row(row, a, b, add, mul, identity, self.mask_of(m_indptr, m_indices),
-                                        bool(complement), threads, table)
+            small = ref.warp_row(row, a, b, add, mul, identity, mask, bool(complement)) if threads == 32 else None
+            keys, values = small or ref.hash_row(row, a, b, add, mul, identity, mask, bool(complement), threads,
+                                                 table)
             assert keys.size <= table // 2  # what the bin promises the kernel
             self.write_row(numeric, row, keys, values, indptr, counts, c_indices, c_data)
 
