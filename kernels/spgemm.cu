@@ -140,13 +140,14 @@ template <class V, class I, int NT, int TABLE> struct Shared {
     long long* b_begin;   // [NT] where each chunk entry's B row starts
     long long* warp_totals;  // [NT / 32]
     I* keys;              // [TABLE] the hash table (-1: empty)
-    I* sorted;            // [TABLE] the row's columns, sorted
+    I* sorted;            // [TABLE] the row's columns, sorted; then the fold's marks (TABLE bytes)
     int* position;        // [TABLE] sorted position of the key in each slot
     int* count;           // [1]
+    int* staged_slot;     // [NT] this round's slots (sorted positions)
 
     __host__ __device__ static constexpr long long bytes() {
         const long long raw = (long long)sizeof(V) * (TABLE + 2 * NT) + 8LL * (2 * NT + NT / 32) +
-                              (long long)sizeof(I) * 2 * TABLE + 4LL * (TABLE + 1);
+                              (long long)sizeof(I) * 2 * TABLE + 4LL * (TABLE + 1 + NT);
         return (raw + 15) / 16 * 16;
     }
 
@@ -161,6 +162,7 @@ template <class V, class I, int NT, int TABLE> struct Shared {
         sorted = keys + TABLE;
         position = reinterpret_cast<int*>(sorted + TABLE);
         count = position + TABLE;
+        staged_slot = count + 1;
     }
 };
 
@@ -217,36 +219,87 @@ __device__ __forceinline__ void for_each_product(
     }
 }
 
-// Fold every product of `row` into acc[position(col)] in product order: per round, each warp's
-// lanes of one position are folded by the lowest in lane order, and the warps commit one after
-// another. position(col) is called for the products the mask allows; < 0: not in the row. Every
-// thread of the group calls it.
-template <class S, int NT, class V, class I, class Position>
+// The warps of a group holding slot s in one round of fold_in_order: bit w of byte s % TOUCH of
+// `marks` (a table of TOUCH bytes, one per round parity; 8 warps at most).
+__device__ __forceinline__ void mark_warp(unsigned char* marks, int at, int warp) {
+    atomicOr(reinterpret_cast<unsigned*>(marks) + at / 4, (1u << warp) << (8 * (at % 4)));
+}
+
+// Whether a warp in `warps` has a lane whose staged slot is s.
+__device__ __forceinline__ bool any_warp_holds(const int* staged_slot, unsigned warps, int s) {
+    for (; warps != 0u; warps &= warps - 1u) {
+        const int* slots = staged_slot + 32 * (__ffs(warps) - 1);
+        for (int j = 0; j < 32; ++j)
+            if (slots[j] == s) return true;
+    }
+    return false;
+}
+
+// Fold every product of `row` into acc[position(col)] in product order. position(col) is called
+// for the products the mask allows; < 0: not in the row. Every thread of the group calls it. Per
+// round, a warp's lanes of one slot are its peers (__match_any_sync), the lowest of them the
+// warp's leader. One warp: each leader folds its peers in lane order. Several: each leader marks
+// its warp on the slot (marks of TOUCH bytes per parity, zero on entry, left zero; slots taken
+// modulo TOUCH, so two slots may share a byte when the row has more entries than TOUCH,
+// EXACT false); after a barrier, the leader of the lowest warp holding the slot folds its peers,
+// then the lanes of that slot in each later marked warp, in lane order: product order, without
+// warps taking turns (two barriers per round, not one per warp). The round before's marks are
+// cleared by their leaders while the next round stages.
+template <class S, int NT, int TOUCH, bool EXACT, class V, class I, class Position>
 __device__ __forceinline__ void fold_in_order(
     const long long row, const I* __restrict__ a_indptr, const I* __restrict__ a_indices,
     const V* __restrict__ a_data, const I* __restrict__ b_indptr, const I* __restrict__ b_indices,
     const V* __restrict__ b_data, const I* __restrict__ m_indptr, const I* __restrict__ m_indices,
-    const int complement, V* a_value, V* staged_value, long long* chunk_end, long long* b_begin,
-    long long* warp_totals, V* acc, Position&& position) {
+    const int complement, V* a_value, V* staged_value, int* staged_slot, unsigned char* touch, long long* chunk_end,
+    long long* b_begin, long long* warp_totals, V* acc, Position&& position) {
+    static_assert(NT <= 256 && TOUCH % 4 == 0 && (TOUCH & (TOUCH - 1)) == 0, "a byte of marks per slot");
     const int tid = threadIdx.x % NT, lane = threadIdx.x % 32, warp = tid / 32;
+    int parity = 0, marked = -1;  // marked: the slot this lane led in the round before
     for_each_product<true, S, NT>(
         row, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr, m_indices, complement, a_value,
         chunk_end, b_begin, warp_totals, [&](bool valid, I col, V product) {
             const int s = valid ? position(col) : -1;
             staged_value[tid] = product;
+            if constexpr (NT > 32) {
+                staged_slot[tid] = s;
+                if (marked >= 0) touch[(parity ^ 1) * TOUCH + (marked & (TOUCH - 1))] = 0;
+            }
             __syncwarp();
             const unsigned peers = __match_any_sync(sg::FULL_MASK, s);
             const bool leader = s >= 0 && __ffs(peers) - 1 == lane;
-            for (int w = 0; w < NT / 32; ++w) {
-                if (w == warp && leader) {
+            if constexpr (NT == 32) {
+                if (leader) {
                     V folded = acc[s];
                     for (unsigned rest = peers; rest != 0u; rest &= rest - 1u)
-                        folded = S::add(folded, staged_value[warp * 32 + __ffs(rest) - 1]);
+                        folded = S::add(folded, staged_value[__ffs(rest) - 1]);
                     acc[s] = folded;
                 }
-                group_sync<NT>();
+                __syncwarp();
+            } else {
+                unsigned char* marks = touch + parity * TOUCH;
+                if (leader) mark_warp(marks, s & (TOUCH - 1), warp);
+                __syncthreads();
+                if (leader) {
+                    const unsigned warps = marks[s & (TOUCH - 1)];
+                    const unsigned below = warps & ((1u << warp) - 1u);
+                    if (EXACT ? below == 0u : !any_warp_holds(staged_slot, below, s)) {
+                        V folded = acc[s];
+                        for (unsigned rest = peers; rest != 0u; rest &= rest - 1u)
+                            folded = S::add(folded, staged_value[warp * 32 + __ffs(rest) - 1]);
+                        for (unsigned later = warps >> (warp + 1) << (warp + 1); later != 0u; later &= later - 1u) {
+                            const int other = 32 * (__ffs(later) - 1);
+                            for (int j = 0; j < 32; ++j)
+                                if (staged_slot[other + j] == s) folded = S::add(folded, staged_value[other + j]);
+                        }
+                        acc[s] = folded;
+                    }
+                }
+                __syncthreads();
+                marked = leader ? s : -1;
+                parity ^= 1;
             }
         });
+    if (NT > 32 && marked >= 0) touch[(parity ^ 1) * TOUCH + (marked & (TOUCH - 1))] = 0;
 }
 
 // Bitonic sort of sorted[0:n) ascending (n <= TABLE), padded to a power of two with the
@@ -301,10 +354,15 @@ __device__ __forceinline__ void fill_row(Shared<V, I, NT, TABLE>& sh, const long
         c_indices[out + s] = col;
     }
     group_sync<NT>();
-
-    fold_in_order<S, NT>(row, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr, m_indices,
-                         complement, sh.a_value, sh.staged_value, sh.chunk_end, sh.b_begin, sh.warp_totals, sh.acc,
-                         [&](I col) {
+    unsigned char* touch = reinterpret_cast<unsigned char*>(sh.sorted);  // the columns are written
+    if constexpr (NT > 32) {
+        for (int i = tid; i < TABLE / 4; i += NT) reinterpret_cast<unsigned*>(touch)[i] = 0u;
+        group_sync<NT>();
+    }
+    // A slot per entry (at most TABLE / 2): its marks never share a byte.
+    fold_in_order<S, NT, TABLE / 2, true>(row, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr,
+                                          m_indices, complement, sh.a_value, sh.staged_value, sh.staged_slot, touch,
+                                          sh.chunk_end, sh.b_begin, sh.warp_totals, sh.acc, [&](I col) {
                              const int slot = find<TABLE>(sh.keys, col);
                              return slot >= 0 ? sh.position[slot] : -1;
                          });
@@ -444,6 +502,7 @@ __global__ void spgemm_rows(const long long n_rows, const long long* __restrict_
 }
 
 inline constexpr int SPGEMM_WIDE_THREADS = 256;  // threads per block (one row at a time) of spgemm_wide
+inline constexpr int SPGEMM_WIDE_TOUCH = 2048;   // bytes of the wide fold's marks per round parity
 
 namespace spgemm {
 
@@ -456,9 +515,12 @@ template <class V, int NT> struct Walk {
     long long* chunk_end;    // [NT] inclusive scan of the chunk's B row lengths
     long long* b_begin;      // [NT] where each chunk entry's B row starts
     long long* warp_totals;  // [NT / 32]
+    int* staged_slot;        // [NT] this round's ranks
+    unsigned char* touch;    // [2 * SPGEMM_WIDE_TOUCH] the fold's marks, zero between rows
 
     __host__ __device__ static constexpr long long bytes() {
-        return ((long long)sizeof(V) * 2 * NT + 8LL * (2 * NT + NT / 32) + 15) / 16 * 16;
+        return ((long long)sizeof(V) * 2 * NT + 8LL * (2 * NT + NT / 32) + 4LL * NT + 2LL * SPGEMM_WIDE_TOUCH + 15) /
+               16 * 16;
     }
 
     __device__ __forceinline__ explicit Walk(unsigned char* base) {
@@ -467,6 +529,8 @@ template <class V, int NT> struct Walk {
         chunk_end = reinterpret_cast<long long*>(staged_value + NT);
         b_begin = chunk_end + NT;
         warp_totals = b_begin + NT;
+        staged_slot = reinterpret_cast<int*>(warp_totals + NT / 32);
+        touch = reinterpret_cast<unsigned char*>(staged_slot + NT);
     }
 };
 
@@ -505,6 +569,7 @@ __global__ void __launch_bounds__(SPGEMM_WIDE_THREADS)
     unsigned* prefix = bits + words;
     if (scratch == nullptr)
         for (long long w = tid; w < words; w += NT) bits[w] = 0u;
+    for (int i = tid; i < SPGEMM_WIDE_TOUCH / 2; i += NT) reinterpret_cast<unsigned*>(walk.touch)[i] = 0u;
     __syncthreads();
     for (long long r = blockIdx.x; r < n_rows; r += gridDim.x) {
         const long long row = rows[r];
@@ -539,10 +604,10 @@ __global__ void __launch_bounds__(SPGEMM_WIDE_THREADS)
                 carry += total;
             }
             __syncthreads();
-            spgemm::fold_in_order<S, NT>(row, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr,
-                                         m_indices, complement, walk.a_value, walk.staged_value, walk.chunk_end,
-                                         walk.b_begin, walk.warp_totals, c_data + out,
-                                         [&](I col) { return spgemm::bit_rank(bits, prefix, (long long)col); });
+            spgemm::fold_in_order<S, NT, SPGEMM_WIDE_TOUCH, false>(
+                row, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr, m_indices, complement,
+                walk.a_value, walk.staged_value, walk.staged_slot, walk.touch, walk.chunk_end, walk.b_begin,
+                walk.warp_totals, c_data + out, [&](I col) { return spgemm::bit_rank(bits, prefix, (long long)col); });
             __syncthreads();
             long long nonzero = 0;
             for (long long s = tid; s < carry; s += NT) nonzero += sg::is_zero(c_data[out + s]) ? 0 : 1;

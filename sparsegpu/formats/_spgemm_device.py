@@ -61,6 +61,7 @@ WIDE_BIN = len(HASH_BINS)  # kernels/spgemm.cu SPGEMM_WIDE
 N_BINS = WIDE_BIN + 1
 WARP_GROUPS = 4  # kernels/spgemm.cu SPGEMM_WARP_GROUPS: rows per block of the warp bin
 WIDE_THREADS = 256  # kernels/spgemm.cu SPGEMM_WIDE_THREADS
+WIDE_TOUCH = 2048  # kernels/spgemm.cu SPGEMM_WIDE_TOUCH: bytes of the fold's marks per round parity
 #: A wide row's bitmap and ranks live in shared memory up to this many bytes (n_cols up to
 #: 393,216): two blocks of the wide kernel still fit an SM with room for others.
 WIDE_SHARED_BYTES = 96 * 1024
@@ -89,23 +90,27 @@ assert len(CAPACITIES) == 3, "kernels/spgemm.cu bin_of takes three capacities"
 
 def group_shared_bytes(value_size: int, index_size: int, threads: int, table: int) -> int:
     """Shared bytes of one row's group (kernels/spgemm.cu ``Shared::bytes``): values for the
-    table and two rounds, pointers for the chunk, keys twice the table, int positions.
+    table and two rounds, pointers for the chunk, keys twice the table, int positions and a
+    round's slots.
 
     >>> group_shared_bytes(8, 4, 32, 64)
-    2320
+    2448
     """
     raw = value_size * (table + 2 * threads) + 8 * (2 * threads + threads // 32) + index_size * 2 * table \
-        + 4 * (table + 1)
+        + 4 * (table + 1 + threads)
     return (raw + 15) // 16 * 16
 
 
 def wide_walk_bytes(value_size: int) -> int:
-    """Shared bytes of the wide kernel's product walk (kernels/spgemm.cu ``Walk::bytes``).
+    """Shared bytes of the wide kernel's product walk (kernels/spgemm.cu ``Walk::bytes``): a
+    round's values and ranks, the chunk's pointers, the fold's marks.
 
     >>> wide_walk_bytes(8)
-    8256
+    13376
     """
-    return (value_size * 2 * WIDE_THREADS + 8 * (2 * WIDE_THREADS + WIDE_THREADS // 32) + 15) // 16 * 16
+    raw = value_size * 2 * WIDE_THREADS + 8 * (2 * WIDE_THREADS + WIDE_THREADS // 32) + 4 * WIDE_THREADS \
+        + 2 * WIDE_TOUCH
+    return (raw + 15) // 16 * 16
 
 
 def wide_bitmap_bytes(n_cols: int) -> int:

@@ -360,7 +360,7 @@ def test_hash_row_walk_matches_the_reference(rng, semiring):
             keys, values = ref.hash_row(row, a, b, add, mul, identity, mask, complement, threads, table)
             lo, hi = expected[0][row], expected[0][row + 1]
             assert np.array_equal(keys, expected[1][lo:hi])
-            np.testing.assert_allclose(values, expected[2][lo:hi], rtol=1e-13, atol=1e-13)
+            assert values.tobytes() == expected[2][lo:hi].tobytes()
 
 
 @pytest.mark.parametrize("semiring", [sr.plus_times, sr.min_plus, sr.any_pair, sr.max_times], ids=lambda s: s.name)
@@ -377,7 +377,7 @@ def test_wide_row_walk_matches_the_reference_bitwise(rng, semiring):
         expected = ref.csr_spgemm(a, b, add, mul, identity, n_cols=T.shape[1], mask=mask, complement=complement)
         for row in range(S.shape[0]):
             keys, values = ref.wide_row(row, a, b, add, mul, identity, mask, complement, T.shape[1],
-                                        _spgemm.WIDE_THREADS)
+                                        _spgemm.WIDE_THREADS, _spgemm.WIDE_TOUCH)
             lo, hi = expected[0][row], expected[0][row + 1]
             assert np.array_equal(keys, expected[1][lo:hi])
             assert values.tobytes() == expected[2][lo:hi].tobytes()
@@ -406,6 +406,22 @@ def test_warp_row_in_registers_matches_the_reference_bitwise(rng, semiring):
                 lo, hi = expected[0][row], expected[0][row + 1]
                 assert np.array_equal(got[0], expected[1][lo:hi])
                 assert got[1].tobytes() == expected[2][lo:hi].tobytes()
+
+
+@pytest.mark.parametrize("threads", [32, 128, 256])
+def test_fold_order_folds_each_slot_in_product_order(rng, threads):
+    # The kernels' fold without warps taking turns: per round, the lowest warp holding a slot
+    # folds it across the round's warps. Every product once, each slot's in product order,
+    # whether mark bytes are per slot (exact) or shared by slots modulo a small table.
+    for n_slots, touch, exact in ((40, 64, True), (2000, 2048, True), (300, 4, False), (3000, 2048, False)):
+        slots = rng.integers(-1, n_slots, 5 * threads + 17)
+        order = np.asarray(ref.fold_order(slots, threads, touch, exact))
+        assert np.array_equal(np.sort(order), np.flatnonzero(slots >= 0))
+        for s in np.unique(slots[slots >= 0]):
+            assert np.all(np.diff(order[slots[order] == s]) > 0)
+    if threads > 32:  # the exact shortcut needs a byte per slot: shared bytes lose products
+        slots = rng.integers(0, 300, 5 * threads)
+        assert len(ref.fold_order(slots, threads, 4, True)) < slots.size
 
 
 def test_reference_folds_each_entry_in_product_order(rng):
@@ -549,7 +565,7 @@ class EmulatedKernels:
             for r in range(g, int(n_rows), grid):
                 row = int(rows[r])
                 keys, values = ref.wide_row(row, a, b, add, mul, identity, self.mask_of(m_indptr, m_indices),
-                                            bool(complement), int(n_cols), threads)
+                                            bool(complement), int(n_cols), threads, _spgemm.WIDE_TOUCH)
                 assert keys.size == 0 or keys[-1] < n_cols
                 self.write_row(numeric, row, keys, values, indptr, counts, c_indices, c_data)
 
