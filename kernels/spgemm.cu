@@ -626,18 +626,24 @@ __global__ void __launch_bounds__(SPGEMM_WIDE_THREADS)
 // host passes their constants. Stats arrays (unsigned long long, zeroed by the host) hold:
 // [0, SPGEMM_BINS) rows per bin (hash bins, then wide), the plan's summed costs, wide rows'
 // products and all products, a block's output total, then one list cursor per bin.
-inline constexpr int SPGEMM_BINS = 4;  // three hash bins and the wide rows
-inline constexpr int SPGEMM_WIDE = 3;
-inline constexpr int SPGEMM_STAT_COST = 4;
-inline constexpr int SPGEMM_STAT_WIDE_PRODUCTS = 5;
-inline constexpr int SPGEMM_STAT_PRODUCTS = 6;
-inline constexpr int SPGEMM_STAT_TOTAL = 7;
-inline constexpr int SPGEMM_STAT_CURSOR = 8;
+inline constexpr int SPGEMM_BINS = 5;  // four hash bins and the wide rows
+inline constexpr int SPGEMM_WIDE = 4;
+inline constexpr int SPGEMM_STAT_COST = 5;
+inline constexpr int SPGEMM_STAT_WIDE_PRODUCTS = 6;
+inline constexpr int SPGEMM_STAT_PRODUCTS = 7;
+inline constexpr int SPGEMM_STAT_TOTAL = 8;
+inline constexpr int SPGEMM_STAT_CURSOR = 9;
 
 namespace spgemm {
 // The first capacity holding `length` (SPGEMM_WIDE past them all), -1 for an empty row.
-__device__ __forceinline__ int bin_of(long long length, long long cap0, long long cap1, long long cap2) {
-    return length <= 0 ? -1 : length <= cap0 ? 0 : length <= cap1 ? 1 : length <= cap2 ? 2 : SPGEMM_WIDE;
+__device__ __forceinline__ int bin_of(long long length, long long cap0, long long cap1, long long cap2,
+                                      long long cap3) {
+    return length <= 0      ? -1
+           : length <= cap0 ? 0
+           : length <= cap1 ? 1
+           : length <= cap2 ? 2
+           : length <= cap3 ? 3
+                            : SPGEMM_WIDE;
 }
 }  // namespace spgemm
 
@@ -651,7 +657,8 @@ template <class I>
 __global__ void spgemm_plan(const long long m, const I* __restrict__ a_indptr, const I* __restrict__ a_indices,
                             const I* __restrict__ b_indptr, const I* __restrict__ m_indptr, const int complement,
                             const long long n_cols, const long long cap0, const long long cap1, const long long cap2,
-                            const long long entry_bytes, const long long wide_bytes, const long long row_overhead,
+                            const long long cap3, const long long entry_bytes, const long long wide_bytes,
+                            const long long row_overhead,
                             signed char* __restrict__ bins, long long* __restrict__ costs,
                             long long* __restrict__ counts, unsigned long long* __restrict__ stats) {
     __shared__ unsigned long long block_stats[SPGEMM_STAT_PRODUCTS + 1];
@@ -673,7 +680,7 @@ __global__ void spgemm_plan(const long long m, const I* __restrict__ a_indptr, c
             long long bound = min(products, n_cols);
             if (m_indptr != nullptr && !complement)
                 bound = min(bound, (long long)m_indptr[row + 1] - (long long)m_indptr[row]);
-            const int bin = spgemm::bin_of(bound, cap0, cap1, cap2);
+            const int bin = spgemm::bin_of(bound, cap0, cap1, cap2, cap3);
             const bool wide = bin == SPGEMM_WIDE;
             const long long cost = 2 * bound * entry_bytes + (wide ? wide_bytes : 0) + row_overhead;
             bins[row] = (signed char)bin;
@@ -696,8 +703,8 @@ __global__ void spgemm_plan(const long long m, const I* __restrict__ a_indptr, c
 template <class I>
 __global__ void spgemm_count_bins(const long long lo, const long long hi, const long long* __restrict__ counts,
                                   const long long cap0, const long long cap1, const long long cap2,
-                                  signed char* __restrict__ bins, const long long* __restrict__ indptr,
-                                  unsigned long long* __restrict__ stats) {
+                                  const long long cap3, signed char* __restrict__ bins,
+                                  const long long* __restrict__ indptr, unsigned long long* __restrict__ stats) {
     __shared__ unsigned long long block_counts[SPGEMM_BINS];
     if (threadIdx.x < SPGEMM_BINS) block_counts[threadIdx.x] = 0;
     __syncthreads();
@@ -705,7 +712,7 @@ __global__ void spgemm_count_bins(const long long lo, const long long hi, const 
     for (long long row = lo + (long long)blockIdx.x * blockDim.x + threadIdx.x; row < hi; row += stride) {
         int bin = bins[row];
         if (counts != nullptr) {
-            bin = spgemm::bin_of(counts[row], cap0, cap1, cap2);
+            bin = spgemm::bin_of(counts[row], cap0, cap1, cap2, cap3);
             bins[row] = (signed char)bin;
         }
         if (bin >= 0) atomicAdd(&block_counts[bin], 1ull);

@@ -54,8 +54,10 @@ from sparsegpu.formats import _semiring
 from sparsegpu.reference import spgemm as reference
 from sparsegpu.semiring import Semiring
 
-#: Per hash bin: (largest row bound, threads per row, table slots): tables twice the bound.
-HASH_BINS = ((32, 32, 64), (256, 128, 512), (2048, 256, 4096))
+#: Per hash bin: (largest row bound, threads per row, table slots): tables twice the bound. The
+#: bin up to 1024 keeps rows of 257 to 1024 entries out of the 4096-slot table: half its shared
+#: memory, so twice the blocks per SM.
+HASH_BINS = ((32, 32, 64), (256, 128, 512), (1024, 256, 2048), (2048, 256, 4096))
 CAPACITIES = tuple(capacity for capacity, _, _ in HASH_BINS)
 WIDE_BIN = len(HASH_BINS)  # kernels/spgemm.cu SPGEMM_WIDE
 N_BINS = WIDE_BIN + 1
@@ -68,7 +70,7 @@ WIDE_SHARED_BYTES = 96 * 1024
 #: Blocks of the wide kernel at most when its bitmaps live in global scratch.
 WIDE_GRID = 1024
 #: kernels/spgemm.cu's stats layout: rows per bin, then these counters, then one cursor per bin.
-STAT_COST, STAT_WIDE_PRODUCTS, STAT_PRODUCTS, STAT_TOTAL, STAT_CURSOR = 4, 5, 6, 7, 8
+STAT_COST, STAT_WIDE_PRODUCTS, STAT_PRODUCTS, STAT_TOTAL, STAT_CURSOR = 5, 6, 7, 8, 9
 STATS = STAT_CURSOR + N_BINS
 PLAN_BLOCK = 256
 #: Blocks of the grid-stride planning kernels at most (enough to fill any current GPU).
@@ -85,7 +87,7 @@ NULL_POINTER = np.uint64(0)
 INT32_MAX = np.iinfo(np.int32).max
 #: Fill the output with -1 / NaN before the kernels write it (tests: unwritten entries show).
 POISON = False
-assert len(CAPACITIES) == 3, "kernels/spgemm.cu bin_of takes three capacities"
+assert len(CAPACITIES) == 4, "kernels/spgemm.cu bin_of takes four capacities"
 
 
 def group_shared_bytes(value_size: int, index_size: int, threads: int, table: int) -> int:

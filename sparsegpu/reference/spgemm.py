@@ -390,7 +390,7 @@ def drop_zeros(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray) -> Csr
 
 def csr_spgemm(a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, *, n_cols: int | None = None,
                mask: Pattern | None = None, complement: bool = False, drop_zero_values: bool = False,
-               capacities: Sequence[int] = (32, 256, 2048), budget: int = 1 << 62,
+               capacities: Sequence[int] = (32, 256, 1024, 2048), budget: int = 1 << 62,
                entry_bytes: int = 12, wide_bytes: int = 0) -> Csr:
     """``C<M> = A (+.x) B`` in the kernels' phases (module docstring). ``a`` and ``b`` are
     (indptr, indices, data); ``n_cols`` B's column count (default: its largest index + 1).

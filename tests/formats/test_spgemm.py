@@ -181,9 +181,10 @@ def rows_of(rng, lengths, n_cols, dtype=np.float64):
 
 def every_bin_operands(rng, dtype=np.float64):
     """(S, T): T has 300 rows of 10 entries and 10 of 2700; S's rows reach bounds of 0, 20,
-    100 and 1000 over the short rows and 2700 over a long one: every hash bin and a wide row."""
+    100, 1000 and 1500 over the short rows and 2700 over a long one: every hash bin and a wide
+    row."""
     T = rows_of(rng, [10] * 300 + [2700] * 10, 3000, dtype)
-    S = rows_of(rng, [0, 2, 10, 100] * 5, 300, dtype)
+    S = rows_of(rng, [0, 2, 10, 100, 150] * 5, 300, dtype)
     S.resize((S.shape[0], 310))
     long_rows = sp.csr_array((rng.uniform(-2, 2, 3).astype(dtype), np.array([300, 305, 5]), np.array([0, 1, 3])),
                              shape=(2, 310))
@@ -193,7 +194,7 @@ def every_bin_operands(rng, dtype=np.float64):
 def test_rows_in_every_bin_and_wide(rng, backend):
     S, T = every_bin_operands(rng)
     bounds = np.minimum(ref.upper_bounds(S.indptr, S.indices, T.indptr), T.shape[1])
-    assert set(ref.bin_rows(bounds, _spgemm.CAPACITIES).tolist()) == {-1, 0, 1, 2, 3}
+    assert set(ref.bin_rows(bounds, _spgemm.CAPACITIES).tolist()) == {-1, 0, 1, 2, 3, 4}
     A, B = sparsegpu.from_scipy(S, backend=backend), sparsegpu.from_scipy(T, backend=backend)
     assert_same_pattern_and_values(spgemm(A, B), scipy_product(S, T), np.float64)
 
