@@ -877,3 +877,23 @@ def test_gpu_random_matrix_with_dense_rows_bitwise(rng, shared, semiring, monkey
     assert_bitwise(masked, bitwise_reference(S, T, semiring, M))
     blocked = spgemm(A, B, semiring=semiring, max_bytes=200_000)
     assert_bitwise(blocked, bitwise_reference(S, T, semiring))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("semiring", [None, sr.plus_times, sr.min_plus], ids=lambda s: getattr(s, "name", "scipy"))
+def test_gpu_warp_rows_in_registers_bitwise(rng, semiring, monkeypatch):
+    # A 2-D Poisson matrix: every row of A @ A has at most 25 products, the warp's register path;
+    # values of many magnitudes, so any other summation order shows. Masked, and every bin at once.
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    S = sp.csr_array(datasets.poisson2d(70))
+    S.data = rng.uniform(0.5, 2.0, S.nnz) * 10.0 ** rng.integers(-8, 8, S.nnz)
+    assert ref.upper_bounds(S.indptr, S.indices, S.indptr).max() <= 32
+    A = sparsegpu.from_scipy(S, backend="gpu")
+    assert_bitwise(spgemm(A, A, semiring=semiring), bitwise_reference(S, S, semiring))
+    M = random_csr(rng, S.shape[0], S.shape[1], 0.001)
+    masked = spgemm(A, A, semiring=semiring, mask=sparsegpu.from_scipy(M, backend="gpu"))
+    assert_bitwise(masked, bitwise_reference(S, S, semiring, M))
+    P, T = every_bin_operands(rng)
+    P.data *= 10.0 ** rng.integers(-8, 8, P.nnz)
+    got = spgemm(sparsegpu.from_scipy(P, backend="gpu"), sparsegpu.from_scipy(T, backend="gpu"), semiring=semiring)
+    assert_bitwise(got, bitwise_reference(P, T, semiring))
