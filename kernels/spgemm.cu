@@ -140,13 +140,14 @@ template <class V, class I, int NT, int TABLE> struct Shared {
     long long* b_begin;   // [NT] where each chunk entry's B row starts
     long long* warp_totals;  // [NT / 32]
     I* keys;              // [TABLE] the hash table (-1: empty)
-    I* sorted;            // [TABLE] the row's columns, sorted
+    I* sorted;            // [TABLE] the row's columns, sorted; then the fold's marks (TABLE bytes)
     int* position;        // [TABLE] sorted position of the key in each slot
     int* count;           // [1]
+    int* staged_slot;     // [NT] this round's slots (sorted positions)
 
     __host__ __device__ static constexpr long long bytes() {
         const long long raw = (long long)sizeof(V) * (TABLE + 2 * NT) + 8LL * (2 * NT + NT / 32) +
-                              (long long)sizeof(I) * 2 * TABLE + 4LL * (TABLE + 1);
+                              (long long)sizeof(I) * 2 * TABLE + 4LL * (TABLE + 1 + NT);
         return (raw + 15) / 16 * 16;
     }
 
@@ -161,6 +162,7 @@ template <class V, class I, int NT, int TABLE> struct Shared {
         sorted = keys + TABLE;
         position = reinterpret_cast<int*>(sorted + TABLE);
         count = position + TABLE;
+        staged_slot = count + 1;
     }
 };
 
@@ -217,36 +219,87 @@ __device__ __forceinline__ void for_each_product(
     }
 }
 
-// Fold every product of `row` into acc[position(col)] in product order: per round, each warp's
-// lanes of one position are folded by the lowest in lane order, and the warps commit one after
-// another. position(col) is called for the products the mask allows; < 0: not in the row. Every
-// thread of the group calls it.
-template <class S, int NT, class V, class I, class Position>
+// The warps of a group holding slot s in one round of fold_in_order: bit w of byte s % TOUCH of
+// `marks` (a table of TOUCH bytes, one per round parity; 8 warps at most).
+__device__ __forceinline__ void mark_warp(unsigned char* marks, int at, int warp) {
+    atomicOr(reinterpret_cast<unsigned*>(marks) + at / 4, (1u << warp) << (8 * (at % 4)));
+}
+
+// Whether a warp in `warps` has a lane whose staged slot is s.
+__device__ __forceinline__ bool any_warp_holds(const int* staged_slot, unsigned warps, int s) {
+    for (; warps != 0u; warps &= warps - 1u) {
+        const int* slots = staged_slot + 32 * (__ffs(warps) - 1);
+        for (int j = 0; j < 32; ++j)
+            if (slots[j] == s) return true;
+    }
+    return false;
+}
+
+// Fold every product of `row` into acc[position(col)] in product order. position(col) is called
+// for the products the mask allows; < 0: not in the row. Every thread of the group calls it. Per
+// round, a warp's lanes of one slot are its peers (__match_any_sync), the lowest of them the
+// warp's leader. One warp: each leader folds its peers in lane order. Several: each leader marks
+// its warp on the slot (marks of TOUCH bytes per parity, zero on entry, left zero; slots taken
+// modulo TOUCH, so two slots may share a byte when the row has more entries than TOUCH,
+// EXACT false); after a barrier, the leader of the lowest warp holding the slot folds its peers,
+// then the lanes of that slot in each later marked warp, in lane order: product order, without
+// warps taking turns (two barriers per round, not one per warp). The round before's marks are
+// cleared by their leaders while the next round stages.
+template <class S, int NT, int TOUCH, bool EXACT, class V, class I, class Position>
 __device__ __forceinline__ void fold_in_order(
     const long long row, const I* __restrict__ a_indptr, const I* __restrict__ a_indices,
     const V* __restrict__ a_data, const I* __restrict__ b_indptr, const I* __restrict__ b_indices,
     const V* __restrict__ b_data, const I* __restrict__ m_indptr, const I* __restrict__ m_indices,
-    const int complement, V* a_value, V* staged_value, long long* chunk_end, long long* b_begin,
-    long long* warp_totals, V* acc, Position&& position) {
+    const int complement, V* a_value, V* staged_value, int* staged_slot, unsigned char* touch, long long* chunk_end,
+    long long* b_begin, long long* warp_totals, V* acc, Position&& position) {
+    static_assert(NT <= 256 && TOUCH % 4 == 0 && (TOUCH & (TOUCH - 1)) == 0, "a byte of marks per slot");
     const int tid = threadIdx.x % NT, lane = threadIdx.x % 32, warp = tid / 32;
+    int parity = 0, marked = -1;  // marked: the slot this lane led in the round before
     for_each_product<true, S, NT>(
         row, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr, m_indices, complement, a_value,
         chunk_end, b_begin, warp_totals, [&](bool valid, I col, V product) {
             const int s = valid ? position(col) : -1;
             staged_value[tid] = product;
+            if constexpr (NT > 32) {
+                staged_slot[tid] = s;
+                if (marked >= 0) touch[(parity ^ 1) * TOUCH + (marked & (TOUCH - 1))] = 0;
+            }
             __syncwarp();
             const unsigned peers = __match_any_sync(sg::FULL_MASK, s);
             const bool leader = s >= 0 && __ffs(peers) - 1 == lane;
-            for (int w = 0; w < NT / 32; ++w) {
-                if (w == warp && leader) {
+            if constexpr (NT == 32) {
+                if (leader) {
                     V folded = acc[s];
                     for (unsigned rest = peers; rest != 0u; rest &= rest - 1u)
-                        folded = S::add(folded, staged_value[warp * 32 + __ffs(rest) - 1]);
+                        folded = S::add(folded, staged_value[__ffs(rest) - 1]);
                     acc[s] = folded;
                 }
-                group_sync<NT>();
+                __syncwarp();
+            } else {
+                unsigned char* marks = touch + parity * TOUCH;
+                if (leader) mark_warp(marks, s & (TOUCH - 1), warp);
+                __syncthreads();
+                if (leader) {
+                    const unsigned warps = marks[s & (TOUCH - 1)];
+                    const unsigned below = warps & ((1u << warp) - 1u);
+                    if (EXACT ? below == 0u : !any_warp_holds(staged_slot, below, s)) {
+                        V folded = acc[s];
+                        for (unsigned rest = peers; rest != 0u; rest &= rest - 1u)
+                            folded = S::add(folded, staged_value[warp * 32 + __ffs(rest) - 1]);
+                        for (unsigned later = warps >> (warp + 1) << (warp + 1); later != 0u; later &= later - 1u) {
+                            const int other = 32 * (__ffs(later) - 1);
+                            for (int j = 0; j < 32; ++j)
+                                if (staged_slot[other + j] == s) folded = S::add(folded, staged_value[other + j]);
+                        }
+                        acc[s] = folded;
+                    }
+                }
+                __syncthreads();
+                marked = leader ? s : -1;
+                parity ^= 1;
             }
         });
+    if (NT > 32 && marked >= 0) touch[(parity ^ 1) * TOUCH + (marked & (TOUCH - 1))] = 0;
 }
 
 // Bitonic sort of sorted[0:n) ascending (n <= TABLE), padded to a power of two with the
@@ -301,10 +354,15 @@ __device__ __forceinline__ void fill_row(Shared<V, I, NT, TABLE>& sh, const long
         c_indices[out + s] = col;
     }
     group_sync<NT>();
-
-    fold_in_order<S, NT>(row, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr, m_indices,
-                         complement, sh.a_value, sh.staged_value, sh.chunk_end, sh.b_begin, sh.warp_totals, sh.acc,
-                         [&](I col) {
+    unsigned char* touch = reinterpret_cast<unsigned char*>(sh.sorted);  // the columns are written
+    if constexpr (NT > 32) {
+        for (int i = tid; i < TABLE / 4; i += NT) reinterpret_cast<unsigned*>(touch)[i] = 0u;
+        group_sync<NT>();
+    }
+    // A slot per entry (at most TABLE / 2): its marks never share a byte.
+    fold_in_order<S, NT, TABLE / 2, true>(row, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr,
+                                          m_indices, complement, sh.a_value, sh.staged_value, sh.staged_slot, touch,
+                                          sh.chunk_end, sh.b_begin, sh.warp_totals, sh.acc, [&](I col) {
                              const int slot = find<TABLE>(sh.keys, col);
                              return slot >= 0 ? sh.position[slot] : -1;
                          });
@@ -319,6 +377,82 @@ __device__ __forceinline__ void fill_row(Shared<V, I, NT, TABLE>& sh, const long
         group_scan<NT>(nonzero, sh.warp_totals, total);
         if (tid == 0) kept[row] = total;
     }
+}
+
+// A row of at most 32 A entries and 32 products, by one warp in registers (no table, no sort):
+// lane t holds product t; the lanes of one column are found with __match_any_sync, the lowest
+// (the leader) folds its peers' products in lane order (product order) from the identity, and
+// its sorted position is the number of leaders of smaller columns. Symbolic: counts[row] = the
+// leaders. Numeric: the entries at c_indices / c_data + indptr[row], and counts[row] = the
+// values that are not zero (unless counts is null). False (nothing written) for a larger row,
+// which the hash table then computes; the warp decides together.
+template <bool NUMERIC, class S, class V, class I>
+__device__ __forceinline__ bool warp_row(Shared<V, I, 32, 64>& sh, const long long row,
+                                         const long long* __restrict__ indptr, long long* __restrict__ counts,
+                                         const I* __restrict__ a_indptr, const I* __restrict__ a_indices,
+                                         const V* __restrict__ a_data, const I* __restrict__ b_indptr,
+                                         const I* __restrict__ b_indices, const V* __restrict__ b_data,
+                                         const I* __restrict__ m_indptr, const I* __restrict__ m_indices,
+                                         const int complement, I* __restrict__ c_indices, V* __restrict__ c_data) {
+    const int lane = threadIdx.x % 32;
+    const long long row_begin = a_indptr[row], row_end = a_indptr[row + 1];
+    if (row_end - row_begin > 32) return false;
+    const long long e = row_begin + lane;
+    long long length = 0, begin = 0;
+    V value = V(0);
+    if (e < row_end) {
+        const I k = a_indices[e];
+        begin = b_indptr[k];
+        length = (long long)b_indptr[k + 1] - begin;
+        if (NUMERIC) value = a_data[e];
+    }
+    long long total;
+    const long long end = group_scan<32>(length, nullptr, total);
+    if (total > 32) return false;
+    sh.chunk_end[lane] = end;
+    sh.b_begin[lane] = begin;
+    sh.a_value[lane] = value;
+    __syncwarp();
+    bool valid = lane < total;
+    I col = I(-1);
+    V product = V(0);
+    if (valid) {
+        int lo = 0, hi = 31;  // the first entry whose products end past this lane's
+        while (lo < hi) {
+            const int mid = (lo + hi) / 2;
+            if (sh.chunk_end[mid] > lane) hi = mid;
+            else lo = mid + 1;
+        }
+        const long long q = sh.b_begin[lo] + (lane - (lo > 0 ? sh.chunk_end[lo - 1] : 0));
+        col = b_indices[q];
+        valid = mask_allows(m_indptr, m_indices, complement, row, col);
+        if (NUMERIC && valid) product = S::mul(sh.a_value[lo], b_data[q]);
+    }
+    const unsigned peers = __match_any_sync(sg::FULL_MASK, valid ? col : I(-1));
+    const bool leader = valid && __ffs(peers) - 1 == lane;
+    const unsigned leaders = __ballot_sync(sg::FULL_MASK, leader);
+    if constexpr (!NUMERIC) {
+        if (lane == 0) counts[row] = __popc(leaders);
+    } else {
+        int rank = 0;  // leaders of smaller columns
+        for (unsigned rest = leaders; rest != 0u; rest &= rest - 1u)
+            rank += __shfl_sync(sg::FULL_MASK, col, __ffs(rest) - 1) < col ? 1 : 0;
+        sh.staged_value[lane] = product;
+        __syncwarp();
+        bool nonzero = false;
+        if (leader) {
+            V folded = S::identity();
+            for (unsigned rest = peers; rest != 0u; rest &= rest - 1u)
+                folded = S::add(folded, sh.staged_value[__ffs(rest) - 1]);
+            const long long out = indptr[row] + rank;
+            c_indices[out] = col;
+            c_data[out] = folded;
+            nonzero = !sg::is_zero(folded);
+        }
+        const unsigned kept = __ballot_sync(sg::FULL_MASK, nonzero);
+        if (counts != nullptr && lane == 0) counts[row] = __popc(kept);
+    }
+    return true;
 }
 
 }  // namespace spgemm
@@ -344,6 +478,11 @@ __global__ void spgemm_rows(const long long n_rows, const long long* __restrict_
     if (r >= n_rows) return;  // whole groups leave: a group synchronises only its own threads
     Layout sh(spgemm_shared + group * Layout::bytes());
     const long long row = rows[r];
+    if constexpr (NT == 32) {
+        if (spgemm::warp_row<NUMERIC, S>(sh, row, indptr, counts, a_indptr, a_indices, a_data, b_indptr, b_indices,
+                                         b_data, m_indptr, m_indices, complement, c_indices, c_data))
+            return;
+    }
 
     for (int i = tid; i < TABLE; i += NT) sh.keys[i] = I(-1);
     if (tid == 0) *sh.count = 0;
@@ -363,6 +502,7 @@ __global__ void spgemm_rows(const long long n_rows, const long long* __restrict_
 }
 
 inline constexpr int SPGEMM_WIDE_THREADS = 256;  // threads per block (one row at a time) of spgemm_wide
+inline constexpr int SPGEMM_WIDE_TOUCH = 2048;   // bytes of the wide fold's marks per round parity
 
 namespace spgemm {
 
@@ -375,9 +515,12 @@ template <class V, int NT> struct Walk {
     long long* chunk_end;    // [NT] inclusive scan of the chunk's B row lengths
     long long* b_begin;      // [NT] where each chunk entry's B row starts
     long long* warp_totals;  // [NT / 32]
+    int* staged_slot;        // [NT] this round's ranks
+    unsigned char* touch;    // [2 * SPGEMM_WIDE_TOUCH] the fold's marks, zero between rows
 
     __host__ __device__ static constexpr long long bytes() {
-        return ((long long)sizeof(V) * 2 * NT + 8LL * (2 * NT + NT / 32) + 15) / 16 * 16;
+        return ((long long)sizeof(V) * 2 * NT + 8LL * (2 * NT + NT / 32) + 4LL * NT + 2LL * SPGEMM_WIDE_TOUCH + 15) /
+               16 * 16;
     }
 
     __device__ __forceinline__ explicit Walk(unsigned char* base) {
@@ -386,6 +529,8 @@ template <class V, int NT> struct Walk {
         chunk_end = reinterpret_cast<long long*>(staged_value + NT);
         b_begin = chunk_end + NT;
         warp_totals = b_begin + NT;
+        staged_slot = reinterpret_cast<int*>(warp_totals + NT / 32);
+        touch = reinterpret_cast<unsigned char*>(staged_slot + NT);
     }
 };
 
@@ -424,6 +569,7 @@ __global__ void __launch_bounds__(SPGEMM_WIDE_THREADS)
     unsigned* prefix = bits + words;
     if (scratch == nullptr)
         for (long long w = tid; w < words; w += NT) bits[w] = 0u;
+    for (int i = tid; i < SPGEMM_WIDE_TOUCH / 2; i += NT) reinterpret_cast<unsigned*>(walk.touch)[i] = 0u;
     __syncthreads();
     for (long long r = blockIdx.x; r < n_rows; r += gridDim.x) {
         const long long row = rows[r];
@@ -458,10 +604,10 @@ __global__ void __launch_bounds__(SPGEMM_WIDE_THREADS)
                 carry += total;
             }
             __syncthreads();
-            spgemm::fold_in_order<S, NT>(row, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr,
-                                         m_indices, complement, walk.a_value, walk.staged_value, walk.chunk_end,
-                                         walk.b_begin, walk.warp_totals, c_data + out,
-                                         [&](I col) { return spgemm::bit_rank(bits, prefix, (long long)col); });
+            spgemm::fold_in_order<S, NT, SPGEMM_WIDE_TOUCH, false>(
+                row, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr, m_indices, complement,
+                walk.a_value, walk.staged_value, walk.staged_slot, walk.touch, walk.chunk_end, walk.b_begin,
+                walk.warp_totals, c_data + out, [&](I col) { return spgemm::bit_rank(bits, prefix, (long long)col); });
             __syncthreads();
             long long nonzero = 0;
             for (long long s = tid; s < carry; s += NT) nonzero += sg::is_zero(c_data[out + s]) ? 0 : 1;
@@ -480,18 +626,24 @@ __global__ void __launch_bounds__(SPGEMM_WIDE_THREADS)
 // host passes their constants. Stats arrays (unsigned long long, zeroed by the host) hold:
 // [0, SPGEMM_BINS) rows per bin (hash bins, then wide), the plan's summed costs, wide rows'
 // products and all products, a block's output total, then one list cursor per bin.
-inline constexpr int SPGEMM_BINS = 4;  // three hash bins and the wide rows
-inline constexpr int SPGEMM_WIDE = 3;
-inline constexpr int SPGEMM_STAT_COST = 4;
-inline constexpr int SPGEMM_STAT_WIDE_PRODUCTS = 5;
-inline constexpr int SPGEMM_STAT_PRODUCTS = 6;
-inline constexpr int SPGEMM_STAT_TOTAL = 7;
-inline constexpr int SPGEMM_STAT_CURSOR = 8;
+inline constexpr int SPGEMM_BINS = 5;  // four hash bins and the wide rows
+inline constexpr int SPGEMM_WIDE = 4;
+inline constexpr int SPGEMM_STAT_COST = 5;
+inline constexpr int SPGEMM_STAT_WIDE_PRODUCTS = 6;
+inline constexpr int SPGEMM_STAT_PRODUCTS = 7;
+inline constexpr int SPGEMM_STAT_TOTAL = 8;
+inline constexpr int SPGEMM_STAT_CURSOR = 9;
 
 namespace spgemm {
 // The first capacity holding `length` (SPGEMM_WIDE past them all), -1 for an empty row.
-__device__ __forceinline__ int bin_of(long long length, long long cap0, long long cap1, long long cap2) {
-    return length <= 0 ? -1 : length <= cap0 ? 0 : length <= cap1 ? 1 : length <= cap2 ? 2 : SPGEMM_WIDE;
+__device__ __forceinline__ int bin_of(long long length, long long cap0, long long cap1, long long cap2,
+                                      long long cap3) {
+    return length <= 0      ? -1
+           : length <= cap0 ? 0
+           : length <= cap1 ? 1
+           : length <= cap2 ? 2
+           : length <= cap3 ? 3
+                            : SPGEMM_WIDE;
 }
 }  // namespace spgemm
 
@@ -505,7 +657,8 @@ template <class I>
 __global__ void spgemm_plan(const long long m, const I* __restrict__ a_indptr, const I* __restrict__ a_indices,
                             const I* __restrict__ b_indptr, const I* __restrict__ m_indptr, const int complement,
                             const long long n_cols, const long long cap0, const long long cap1, const long long cap2,
-                            const long long entry_bytes, const long long wide_bytes, const long long row_overhead,
+                            const long long cap3, const long long entry_bytes, const long long wide_bytes,
+                            const long long row_overhead,
                             signed char* __restrict__ bins, long long* __restrict__ costs,
                             long long* __restrict__ counts, unsigned long long* __restrict__ stats) {
     __shared__ unsigned long long block_stats[SPGEMM_STAT_PRODUCTS + 1];
@@ -527,7 +680,7 @@ __global__ void spgemm_plan(const long long m, const I* __restrict__ a_indptr, c
             long long bound = min(products, n_cols);
             if (m_indptr != nullptr && !complement)
                 bound = min(bound, (long long)m_indptr[row + 1] - (long long)m_indptr[row]);
-            const int bin = spgemm::bin_of(bound, cap0, cap1, cap2);
+            const int bin = spgemm::bin_of(bound, cap0, cap1, cap2, cap3);
             const bool wide = bin == SPGEMM_WIDE;
             const long long cost = 2 * bound * entry_bytes + (wide ? wide_bytes : 0) + row_overhead;
             bins[row] = (signed char)bin;
@@ -550,8 +703,8 @@ __global__ void spgemm_plan(const long long m, const I* __restrict__ a_indptr, c
 template <class I>
 __global__ void spgemm_count_bins(const long long lo, const long long hi, const long long* __restrict__ counts,
                                   const long long cap0, const long long cap1, const long long cap2,
-                                  signed char* __restrict__ bins, const long long* __restrict__ indptr,
-                                  unsigned long long* __restrict__ stats) {
+                                  const long long cap3, signed char* __restrict__ bins,
+                                  const long long* __restrict__ indptr, unsigned long long* __restrict__ stats) {
     __shared__ unsigned long long block_counts[SPGEMM_BINS];
     if (threadIdx.x < SPGEMM_BINS) block_counts[threadIdx.x] = 0;
     __syncthreads();
@@ -559,7 +712,7 @@ __global__ void spgemm_count_bins(const long long lo, const long long hi, const 
     for (long long row = lo + (long long)blockIdx.x * blockDim.x + threadIdx.x; row < hi; row += stride) {
         int bin = bins[row];
         if (counts != nullptr) {
-            bin = spgemm::bin_of(counts[row], cap0, cap1, cap2);
+            bin = spgemm::bin_of(counts[row], cap0, cap1, cap2, cap3);
             bins[row] = (signed char)bin;
         }
         if (bin >= 0) atomicAdd(&block_counts[bin], 1ull);

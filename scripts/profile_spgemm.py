@@ -12,7 +12,7 @@ sparsegpu/formats/_spgemm_device.py): ``plan`` (plan, row lists, the stats read)
 (symbolic kernels per bin), ``scan`` (row pointers), ``bins`` (numeric binning and its read, and
 every row block's listing), ``alloc`` (the output), ``num <bin>`` (numeric kernels per bin),
 ``drop`` (the kept entries' scan and read, and the compaction when there are zeros). Bins: w32
-(a warp, bound <= 32), b256, b2048 (a block, hash tables) and wide (a bitmap per row).
+(a warp, bound <= 32), b256, b1024, b2048 (a block, hash tables) and wide (a bitmap per row).
 Synchronising around each phase adds a few microseconds per phase: their sum exceeds the call.
 cupyx's result is checked against ours; the geometric mean counts only the matrices where it is
 right.
@@ -45,7 +45,7 @@ from sparsegpu.reference import spgemm as reference
 
 DEFAULT = ("ego-Twitter", "email-Enron", "as-caida", "tech-WHOIS", "ego-Facebook", "bio-dmela", "cit-HepPh",
            "ani4_amd_chol", "EX5", "Pd", "add32", "poisson2d:1000", "stencil27:60", "rmat:18")
-BIN_NAMES = ("w32", "b256", "b2048", "wide")
+BIN_NAMES = ("w32", "b256", "b1024", "b2048", "wide")
 PHASES = ("plan", *(f"sym {b}" for b in BIN_NAMES), "scan", "bins", "alloc", *(f"num {b}" for b in BIN_NAMES),
           "drop")
 

@@ -54,20 +54,23 @@ from sparsegpu.formats import _semiring
 from sparsegpu.reference import spgemm as reference
 from sparsegpu.semiring import Semiring
 
-#: Per hash bin: (largest row bound, threads per row, table slots): tables twice the bound.
-HASH_BINS = ((32, 32, 64), (256, 128, 512), (2048, 256, 4096))
+#: Per hash bin: (largest row bound, threads per row, table slots): tables twice the bound. The
+#: bin up to 1024 keeps rows of 257 to 1024 entries out of the 4096-slot table: half its shared
+#: memory, so twice the blocks per SM.
+HASH_BINS = ((32, 32, 64), (256, 128, 512), (1024, 256, 2048), (2048, 256, 4096))
 CAPACITIES = tuple(capacity for capacity, _, _ in HASH_BINS)
 WIDE_BIN = len(HASH_BINS)  # kernels/spgemm.cu SPGEMM_WIDE
 N_BINS = WIDE_BIN + 1
 WARP_GROUPS = 4  # kernels/spgemm.cu SPGEMM_WARP_GROUPS: rows per block of the warp bin
 WIDE_THREADS = 256  # kernels/spgemm.cu SPGEMM_WIDE_THREADS
+WIDE_TOUCH = 2048  # kernels/spgemm.cu SPGEMM_WIDE_TOUCH: bytes of the fold's marks per round parity
 #: A wide row's bitmap and ranks live in shared memory up to this many bytes (n_cols up to
 #: 393,216): two blocks of the wide kernel still fit an SM with room for others.
 WIDE_SHARED_BYTES = 96 * 1024
 #: Blocks of the wide kernel at most when its bitmaps live in global scratch.
 WIDE_GRID = 1024
 #: kernels/spgemm.cu's stats layout: rows per bin, then these counters, then one cursor per bin.
-STAT_COST, STAT_WIDE_PRODUCTS, STAT_PRODUCTS, STAT_TOTAL, STAT_CURSOR = 4, 5, 6, 7, 8
+STAT_COST, STAT_WIDE_PRODUCTS, STAT_PRODUCTS, STAT_TOTAL, STAT_CURSOR = 5, 6, 7, 8, 9
 STATS = STAT_CURSOR + N_BINS
 PLAN_BLOCK = 256
 #: Blocks of the grid-stride planning kernels at most (enough to fill any current GPU).
@@ -84,28 +87,32 @@ NULL_POINTER = np.uint64(0)
 INT32_MAX = np.iinfo(np.int32).max
 #: Fill the output with -1 / NaN before the kernels write it (tests: unwritten entries show).
 POISON = False
-assert len(CAPACITIES) == 3, "kernels/spgemm.cu bin_of takes three capacities"
+assert len(CAPACITIES) == 4, "kernels/spgemm.cu bin_of takes four capacities"
 
 
 def group_shared_bytes(value_size: int, index_size: int, threads: int, table: int) -> int:
     """Shared bytes of one row's group (kernels/spgemm.cu ``Shared::bytes``): values for the
-    table and two rounds, pointers for the chunk, keys twice the table, int positions.
+    table and two rounds, pointers for the chunk, keys twice the table, int positions and a
+    round's slots.
 
     >>> group_shared_bytes(8, 4, 32, 64)
-    2320
+    2448
     """
     raw = value_size * (table + 2 * threads) + 8 * (2 * threads + threads // 32) + index_size * 2 * table \
-        + 4 * (table + 1)
+        + 4 * (table + 1 + threads)
     return (raw + 15) // 16 * 16
 
 
 def wide_walk_bytes(value_size: int) -> int:
-    """Shared bytes of the wide kernel's product walk (kernels/spgemm.cu ``Walk::bytes``).
+    """Shared bytes of the wide kernel's product walk (kernels/spgemm.cu ``Walk::bytes``): a
+    round's values and ranks, the chunk's pointers, the fold's marks.
 
     >>> wide_walk_bytes(8)
-    8256
+    13376
     """
-    return (value_size * 2 * WIDE_THREADS + 8 * (2 * WIDE_THREADS + WIDE_THREADS // 32) + 15) // 16 * 16
+    raw = value_size * 2 * WIDE_THREADS + 8 * (2 * WIDE_THREADS + WIDE_THREADS // 32) + 4 * WIDE_THREADS \
+        + 2 * WIDE_TOUCH
+    return (raw + 15) // 16 * 16
 
 
 def wide_bitmap_bytes(n_cols: int) -> int:

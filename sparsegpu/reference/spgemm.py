@@ -232,11 +232,56 @@ def chunk_products(b_lengths: np.ndarray, threads: int) -> tuple[np.ndarray, np.
     return np.asarray(entries, dtype=np.int64), np.asarray(offsets, dtype=np.int64)
 
 
+def fold_order(slots: np.ndarray, threads: int, touch: int, exact: bool) -> list[int]:
+    """The order in which a group of ``threads`` folds products whose slots (sorted positions,
+    -1: not folded) are ``slots`` in visiting order, as the kernels' ``fold_in_order`` does.
+    Rounds of ``threads`` products; in each warp the lanes of one slot are peers, led by the
+    lowest. One warp: each leader folds its peers in lane order. Several: each leader marks its
+    warp in byte ``slot % touch``; the leader of the lowest warp holding the slot (``exact``,
+    slots below ``touch``: the lowest marked; else the lowest whose lanes hold the slot) folds
+    its peers, then the slot's lanes of every later marked warp. Slots are independent, so the
+    returned list of product indices is one valid serialisation of the group's folds.
+
+    >>> fold_order(np.array([5, 7, 5] * 22), 64, 4, False)[:4]
+    [0, 2, 3, 5]
+    """
+    order: list[int] = []
+    listed = [int(s) for s in slots]
+    for base in range(0, len(listed), threads):
+        lanes: dict[int, dict[int, list[int]]] = {}  # slot -> warp -> its lanes' products, in lane order
+        for t in range(base, min(base + threads, len(listed))):
+            if listed[t] >= 0:
+                lanes.setdefault(listed[t], {}).setdefault((t - base) // 32, []).append(t)
+        marks: dict[int, int] = {}
+        for s, held in lanes.items():
+            for w in held:
+                marks[s % touch] = marks.get(s % touch, 0) | 1 << w
+        for s, held in lanes.items():
+            for w in held:  # the leader of each warp holding s
+                marked = marks[s % touch] if threads > 32 else 1 << w
+                below = [v for v in range(w) if marked >> v & 1]
+                if below if exact else any(v in held for v in below):
+                    continue
+                for v in range(w, threads // 32):
+                    if marked >> v & 1:
+                        order.extend(held.get(v, []))
+    return order
+
+
+def _fold(slots: np.ndarray, products: np.ndarray, values: np.ndarray, add: Any, threads: int, touch: int,
+          exact: bool) -> None:
+    """values[slot] folded with each product in :func:`fold_order`, in place."""
+    for t in fold_order(slots, threads, touch, exact):
+        s = int(slots[t])
+        values[s] = add(np.asarray([values[s]]), np.asarray([products[t]], dtype=values.dtype))[0]
+
+
 def hash_row(row: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, mask: Pattern | None,
              complement: bool, threads: int, table: int) -> tuple[np.ndarray, np.ndarray]:
     """One row as a hash kernel group computes it: products walked by :func:`chunk_products`,
     columns inserted in a ``table``-slot linear-probing table (the kernels' hash), keys sorted,
-    each entry folded from the identity in visiting order. Returns (columns, values)."""
+    each entry folded from the identity in :func:`fold_order` (a mark byte per entry). Returns
+    (columns, values)."""
     a_indptr, a_indices, a_data = a
     b_indptr, b_indices, b_data = b
     lo, hi = int(a_indptr[row]), int(a_indptr[row + 1])
@@ -257,20 +302,55 @@ def hash_row(row: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, m
     values = np.full(keys.size, identity, dtype=a_data.dtype)
     position = {int(key): s for s, key in enumerate(keys)}
     products = np.asarray(mul(a_data[lo + entries], b_data[q]), dtype=a_data.dtype) if q.size else q
-    for col, product, allowed in zip(cols, np.broadcast_to(products, cols.shape), keep):
-        if allowed:
-            s = position[int(col)]
-            values[s] = add(np.asarray([values[s]]), np.asarray([product], dtype=a_data.dtype))[0]
+    slots = np.array([position[int(col)] if allowed else -1 for col, allowed in zip(cols, keep)], dtype=np.int64)
+    _fold(slots, np.broadcast_to(products, cols.shape), values, add, threads, table // 2, True)
     return keys, values
 
 
+def warp_row(row: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, mask: Pattern | None,
+             complement: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """One row of at most 32 A entries and 32 products as the warp kernel computes it without a
+    table: lane t holds product t; the lanes of one column (the mask applied) are peers, the
+    lowest of them (the leader) folds their products in lane order from the identity, and its
+    sorted position is the number of leaders of smaller columns. Returns (columns, values), or
+    None for a larger row (the kernel then uses its hash table, :func:`hash_row`).
+
+    >>> a = (np.array([0, 2]), np.array([0, 1]), np.array([1.0, 2.0]))
+    >>> b = (np.array([0, 2, 3]), np.array([7, 3, 7]), np.array([1.0, 1.0, 1.0]))
+    >>> [x.tolist() for x in warp_row(0, a, b, np.add, np.multiply, 0.0, None, False)]
+    [[3, 7], [1.0, 3.0]]
+    """
+    a_indptr, a_indices, a_data = a
+    b_indptr, b_indices, b_data = b
+    lo, hi = int(a_indptr[row]), int(a_indptr[row + 1])
+    k = a_indices[lo:hi]
+    lengths = (b_indptr[k + 1] - b_indptr[k]).astype(np.int64)
+    if hi - lo > 32 or lengths.sum() > 32:
+        return None
+    entries, offsets = chunk_products(lengths, 32)
+    q = b_indptr[k[entries]].astype(np.int64) + offsets if entries.size else entries
+    cols = b_indices[q].astype(np.int64)
+    valid = np.ones(cols.size, dtype=bool) if mask is None else in_mask(np.full(cols.size, row), cols, mask) != complement
+    keys = np.where(valid, cols, -1)
+    products = np.broadcast_to(np.asarray(mul(a_data[lo + entries], b_data[q]), dtype=a_data.dtype), cols.shape)
+    leaders = [t for t in range(cols.size) if valid[t] and not np.any(keys[:t] == keys[t])]
+    columns = np.zeros(len(leaders), dtype=np.int64)
+    values = np.full(len(leaders), identity, dtype=a_data.dtype)
+    for t in leaders:
+        rank = sum(int(cols[u] < cols[t]) for u in leaders)
+        columns[rank] = cols[t]
+        for peer in np.flatnonzero(keys == keys[t]):  # lane order
+            values[rank] = add(np.asarray([values[rank]]), np.asarray([products[peer]]))[0]
+    return columns, values
+
+
 def wide_row(row: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, mask: Pattern | None,
-             complement: bool, n_cols: int, threads: int) -> tuple[np.ndarray, np.ndarray]:
+             complement: bool, n_cols: int, threads: int, touch: int = 2048) -> tuple[np.ndarray, np.ndarray]:
     """One row as the wide kernel computes it: products walked by :func:`chunk_products`, their
     columns marked in a bitmap of ``n_cols`` bits (32-bit words), each word's rank prefix from a
     scan of the words' set bits, the columns read off the bitmap in order, and each value folded
-    from the identity in visiting order at rank(column) = prefix[word] + the set bits below it in
-    its word. Returns (columns, values).
+    from the identity at rank(column) = prefix[word] + the set bits below it in its word, in
+    :func:`fold_order` (ranks share mark bytes modulo ``touch``). Returns (columns, values).
 
     >>> a = (np.array([0, 2]), np.array([0, 1]), np.array([1.0, 2.0]))
     >>> b = (np.array([0, 2, 3]), np.array([40, 3, 40]), np.array([1.0, 1.0, 1.0]))
@@ -293,10 +373,8 @@ def wide_row(row: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, m
     below = np.cumsum(set_bits, axis=1) - set_bits  # set bits below each bit of its word
     values = np.full(columns.size, identity, dtype=a_data.dtype)
     products = np.asarray(mul(a_data[lo + entries], b_data[q]), dtype=a_data.dtype) if q.size else q
-    for col, product, allowed in zip(cols, np.broadcast_to(products, cols.shape), keep):
-        if allowed:
-            s = int(prefix[col >> 5] + below[col >> 5, col & 31])
-            values[s] = add(np.asarray([values[s]]), np.asarray([product], dtype=a_data.dtype))[0]
+    slots = np.where(keep, prefix[cols >> 5] + below[cols >> 5, cols & 31], -1) if cols.size else cols
+    _fold(slots, np.broadcast_to(products, cols.shape), values, add, threads, touch, False)
     return columns, values
 
 
@@ -312,7 +390,7 @@ def drop_zeros(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray) -> Csr
 
 def csr_spgemm(a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, *, n_cols: int | None = None,
                mask: Pattern | None = None, complement: bool = False, drop_zero_values: bool = False,
-               capacities: Sequence[int] = (32, 256, 2048), budget: int = 1 << 62,
+               capacities: Sequence[int] = (32, 256, 1024, 2048), budget: int = 1 << 62,
                entry_bytes: int = 12, wide_bytes: int = 0) -> Csr:
     """``C<M> = A (+.x) B`` in the kernels' phases (module docstring). ``a`` and ``b`` are
     (indptr, indices, data); ``n_cols`` B's column count (default: its largest index + 1).

@@ -181,9 +181,10 @@ def rows_of(rng, lengths, n_cols, dtype=np.float64):
 
 def every_bin_operands(rng, dtype=np.float64):
     """(S, T): T has 300 rows of 10 entries and 10 of 2700; S's rows reach bounds of 0, 20,
-    100 and 1000 over the short rows and 2700 over a long one: every hash bin and a wide row."""
+    100, 1000 and 1500 over the short rows and 2700 over a long one: every hash bin and a wide
+    row."""
     T = rows_of(rng, [10] * 300 + [2700] * 10, 3000, dtype)
-    S = rows_of(rng, [0, 2, 10, 100] * 5, 300, dtype)
+    S = rows_of(rng, [0, 2, 10, 100, 150] * 5, 300, dtype)
     S.resize((S.shape[0], 310))
     long_rows = sp.csr_array((rng.uniform(-2, 2, 3).astype(dtype), np.array([300, 305, 5]), np.array([0, 1, 3])),
                              shape=(2, 310))
@@ -193,7 +194,7 @@ def every_bin_operands(rng, dtype=np.float64):
 def test_rows_in_every_bin_and_wide(rng, backend):
     S, T = every_bin_operands(rng)
     bounds = np.minimum(ref.upper_bounds(S.indptr, S.indices, T.indptr), T.shape[1])
-    assert set(ref.bin_rows(bounds, _spgemm.CAPACITIES).tolist()) == {-1, 0, 1, 2, 3}
+    assert set(ref.bin_rows(bounds, _spgemm.CAPACITIES).tolist()) == {-1, 0, 1, 2, 3, 4}
     A, B = sparsegpu.from_scipy(S, backend=backend), sparsegpu.from_scipy(T, backend=backend)
     assert_same_pattern_and_values(spgemm(A, B), scipy_product(S, T), np.float64)
 
@@ -360,7 +361,7 @@ def test_hash_row_walk_matches_the_reference(rng, semiring):
             keys, values = ref.hash_row(row, a, b, add, mul, identity, mask, complement, threads, table)
             lo, hi = expected[0][row], expected[0][row + 1]
             assert np.array_equal(keys, expected[1][lo:hi])
-            np.testing.assert_allclose(values, expected[2][lo:hi], rtol=1e-13, atol=1e-13)
+            assert values.tobytes() == expected[2][lo:hi].tobytes()
 
 
 @pytest.mark.parametrize("semiring", [sr.plus_times, sr.min_plus, sr.any_pair, sr.max_times], ids=lambda s: s.name)
@@ -377,10 +378,51 @@ def test_wide_row_walk_matches_the_reference_bitwise(rng, semiring):
         expected = ref.csr_spgemm(a, b, add, mul, identity, n_cols=T.shape[1], mask=mask, complement=complement)
         for row in range(S.shape[0]):
             keys, values = ref.wide_row(row, a, b, add, mul, identity, mask, complement, T.shape[1],
-                                        _spgemm.WIDE_THREADS)
+                                        _spgemm.WIDE_THREADS, _spgemm.WIDE_TOUCH)
             lo, hi = expected[0][row], expected[0][row + 1]
             assert np.array_equal(keys, expected[1][lo:hi])
             assert values.tobytes() == expected[2][lo:hi].tobytes()
+
+
+@pytest.mark.parametrize("semiring", [sr.plus_times, sr.min_plus, sr.any_pair, sr.max_times], ids=lambda s: s.name)
+def test_warp_row_in_registers_matches_the_reference_bitwise(rng, semiring):
+    # The warp kernel's path for rows of at most 32 products (peers by column, leaders' ranks,
+    # lane-order folds), emulated row by row, against the vectorised reference: the same bits.
+    # Rows of up to 40 products: the larger ones are refused (the kernel's hash table takes them).
+    T = rows_of(rng, rng.integers(0, 9, 200).tolist(), 40)
+    T.data *= 10.0 ** rng.integers(-12, 12, T.nnz)
+    S = rows_of(rng, rng.integers(0, 9, 300).tolist(), 200)
+    S.data[::7] = 0.0
+    M = random_csr(rng, S.shape[0], T.shape[1], 0.4)
+    a, b = (S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data)
+    add, mul, identity = semiring.add.ufunc, semiring.mul.apply, semiring.identity(np.float64)
+    products = ref.upper_bounds(S.indptr, S.indices, T.indptr)
+    assert np.any(products > 32) and np.count_nonzero(products <= 32) > 100
+    for mask, complement in ((None, False), ((M.indptr, M.indices), False), ((M.indptr, M.indices), True)):
+        expected = ref.csr_spgemm(a, b, add, mul, identity, n_cols=T.shape[1], mask=mask, complement=complement)
+        for row in range(S.shape[0]):
+            got = ref.warp_row(row, a, b, add, mul, identity, mask, complement)
+            assert (got is None) == (products[row] > 32)
+            if got is not None:
+                lo, hi = expected[0][row], expected[0][row + 1]
+                assert np.array_equal(got[0], expected[1][lo:hi])
+                assert got[1].tobytes() == expected[2][lo:hi].tobytes()
+
+
+@pytest.mark.parametrize("threads", [32, 128, 256])
+def test_fold_order_folds_each_slot_in_product_order(rng, threads):
+    # The kernels' fold without warps taking turns: per round, the lowest warp holding a slot
+    # folds it across the round's warps. Every product once, each slot's in product order,
+    # whether mark bytes are per slot (exact) or shared by slots modulo a small table.
+    for n_slots, touch, exact in ((40, 64, True), (2000, 2048, True), (300, 4, False), (3000, 2048, False)):
+        slots = rng.integers(-1, n_slots, 5 * threads + 17)
+        order = np.asarray(ref.fold_order(slots, threads, touch, exact))
+        assert np.array_equal(np.sort(order), np.flatnonzero(slots >= 0))
+        for s in np.unique(slots[slots >= 0]):
+            assert np.all(np.diff(order[slots[order] == s]) > 0)
+    if threads > 32:  # the exact shortcut needs a byte per slot: shared bytes lose products
+        slots = rng.integers(0, 300, 5 * threads)
+        assert len(ref.fold_order(slots, threads, 4, True)) < slots.size
 
 
 def test_reference_folds_each_entry_in_product_order(rng):
@@ -485,10 +527,12 @@ class EmulatedKernels:
         n_rows, rows, indptr, counts, *operands, m_indptr, m_indices, complement, c_indices, c_data = args
         a, b = tuple(operands[:3]), tuple(operands[3:])
         add, mul, identity = self.parts(a[2].dtype)
+        mask = self.mask_of(m_indptr, m_indices)
         for r in range(int(n_rows)):
             row = int(rows[r])
-            keys, values = ref.hash_row(row, a, b, add, mul, identity, self.mask_of(m_indptr, m_indices),
-                                        bool(complement), threads, table)
+            small = ref.warp_row(row, a, b, add, mul, identity, mask, bool(complement)) if threads == 32 else None
+            keys, values = small or ref.hash_row(row, a, b, add, mul, identity, mask, bool(complement), threads,
+                                                 table)
             assert keys.size <= table // 2  # what the bin promises the kernel
             self.write_row(numeric, row, keys, values, indptr, counts, c_indices, c_data)
 
@@ -522,7 +566,7 @@ class EmulatedKernels:
             for r in range(g, int(n_rows), grid):
                 row = int(rows[r])
                 keys, values = ref.wide_row(row, a, b, add, mul, identity, self.mask_of(m_indptr, m_indices),
-                                            bool(complement), int(n_cols), threads)
+                                            bool(complement), int(n_cols), threads, _spgemm.WIDE_TOUCH)
                 assert keys.size == 0 or keys[-1] < n_cols
                 self.write_row(numeric, row, keys, values, indptr, counts, c_indices, c_data)
 
@@ -833,3 +877,23 @@ def test_gpu_random_matrix_with_dense_rows_bitwise(rng, shared, semiring, monkey
     assert_bitwise(masked, bitwise_reference(S, T, semiring, M))
     blocked = spgemm(A, B, semiring=semiring, max_bytes=200_000)
     assert_bitwise(blocked, bitwise_reference(S, T, semiring))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("semiring", [None, sr.plus_times, sr.min_plus], ids=lambda s: getattr(s, "name", "scipy"))
+def test_gpu_warp_rows_in_registers_bitwise(rng, semiring, monkeypatch):
+    # A 2-D Poisson matrix: every row of A @ A has at most 25 products, the warp's register path;
+    # values of many magnitudes, so any other summation order shows. Masked, and every bin at once.
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    S = sp.csr_array(datasets.poisson2d(70))
+    S.data = rng.uniform(0.5, 2.0, S.nnz) * 10.0 ** rng.integers(-8, 8, S.nnz)
+    assert ref.upper_bounds(S.indptr, S.indices, S.indptr).max() <= 32
+    A = sparsegpu.from_scipy(S, backend="gpu")
+    assert_bitwise(spgemm(A, A, semiring=semiring), bitwise_reference(S, S, semiring))
+    M = random_csr(rng, S.shape[0], S.shape[1], 0.001)
+    masked = spgemm(A, A, semiring=semiring, mask=sparsegpu.from_scipy(M, backend="gpu"))
+    assert_bitwise(masked, bitwise_reference(S, S, semiring, M))
+    P, T = every_bin_operands(rng)
+    P.data *= 10.0 ** rng.integers(-8, 8, P.nnz)
+    got = spgemm(sparsegpu.from_scipy(P, backend="gpu"), sparsegpu.from_scipy(T, backend="gpu"), semiring=semiring)
+    assert_bitwise(got, bitwise_reference(P, T, semiring))
