@@ -197,12 +197,13 @@ def test_gmres_exact_solution_breakdown_matches_scipy(rng):
                 else:
                     assert info == info_ref
                 if iterations != len(presid_ref):
-                    # SciPy from 1.18 does not stop the cycle at the breakdown: with rtol = 0 it
-                    # goes on with residuals at the rounding level. We stop where the Krylov
-                    # space closed (the exact solution is in it); SciPy's later steps change
-                    # nothing but rounding.
-                    assert rtol == 0 and iterations < len(presid_ref)
-                    assert max(presid_ref[iterations - 1:]) <= 1e-12  # relative residuals
+                    # With rtol = 0 where each side stops is rounding: SciPy from 1.18 goes on past
+                    # the breakdown with residuals at the rounding level, and on the GPU a fused
+                    # multiply-add can leave a residual of 1e-17 where the CPU reaches an exact
+                    # zero, so ours may take a step more or fewer. Both end at the rounding level.
+                    assert rtol == 0
+                    assert max(presid_ref[min(iterations, len(presid_ref)) - 1:]) <= 1e-12  # relative
+                    assert history[-1] <= 1e-12
                 assert np.isfinite(x).all()
                 np.testing.assert_allclose(x, x_ref, rtol=1e-12, atol=1e-14)
     x, info, iterations, _ = _gmres_run(sp.csr_array(sp.eye_array(n)), np.arange(1.0, n + 1))
