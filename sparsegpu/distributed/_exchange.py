@@ -73,7 +73,26 @@ class HaloBuffer:
             self.xp.take(x_local, self.pack_indices, out=self.packed)
 
 
-class MpiExchanger:
+class BufferViews:
+    """An exchanger's views of its :class:`HaloBuffer` (``buffers``): the extended vector, its
+    lead (the slots before the halo) and the halo."""
+
+    buffers: HaloBuffer
+
+    @property
+    def vector(self) -> Any:
+        return self.buffers.vector
+
+    @property
+    def lead(self) -> Any:
+        return self.buffers.lead
+
+    @property
+    def halo(self) -> Any:
+        return self.buffers.halo
+
+
+class MpiExchanger(BufferViews):
     """Fills each rank's halo from its peers' entries of x with one ``Alltoallv`` (counts and
     displacements from the plan, so the layout is fixed; no reduction, so the result never
     depends on timing). GPU entries go through preallocated host buffers: the exchange waits
@@ -104,18 +123,6 @@ class MpiExchanger:
         if self._on_device:  # host staging, allocated once
             self._host_send = np.empty(self.buffers.send.size, dtype=dtype)
             self._host_halo = np.empty(self.buffers.halo.size, dtype=dtype)
-
-    @property
-    def vector(self) -> Any:
-        return self.buffers.vector
-
-    @property
-    def lead(self) -> Any:
-        return self.buffers.lead
-
-    @property
-    def halo(self) -> Any:
-        return self.buffers.halo
 
     #: ``start`` holds the host until the halo is in place: the caller queues its interior
     #: rows after it (on the GPU, before it they would delay the pack's read back).

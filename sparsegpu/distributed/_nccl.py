@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sparsegpu.distributed._exchange import HaloBuffer
+from sparsegpu.distributed._exchange import BufferViews, HaloBuffer
 from sparsegpu.distributed._halo import HaloPlan
 
 # (the NCCL datatype's name, NCCL elements per entry): complex entries travel as value pairs.
@@ -83,7 +83,7 @@ def group_calls(plan: HaloPlan, dtype: Any) -> list[GroupCall]:
     return calls
 
 
-class NcclExchanger:
+class NcclExchanger(BufferViews):
     """Fills each rank's device halo from its peers' device entries of x over NCCL.
 
     Everything a call needs is made here: the buffer (:class:`HaloBuffer`), the stream and its
@@ -123,18 +123,6 @@ class NcclExchanger:
             self._calls.append((operation, base + call.byte_offset, call.count, getattr(nccl, call.wire_type),
                                 call.peer))
         self._queues_work = bool(self._calls) or self.buffers.packed.size > 0
-
-    @property
-    def vector(self) -> Any:
-        return self.buffers.vector
-
-    @property
-    def lead(self) -> Any:
-        return self.buffers.lead
-
-    @property
-    def halo(self) -> Any:
-        return self.buffers.halo
 
     #: ``start`` returns at once: the caller queues its interior rows before it.
     asynchronous = True

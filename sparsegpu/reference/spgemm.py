@@ -276,22 +276,28 @@ def _fold(slots: np.ndarray, products: np.ndarray, values: np.ndarray, add: Any,
         values[s] = add(np.asarray([values[s]]), np.asarray([products[t]], dtype=values.dtype))[0]
 
 
+def _walked_products(row: int, a: Csr, b: Csr, mask: Pattern | None, complement: bool,
+                     threads: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A row's products in the order a group of ``threads`` walks them (:func:`chunk_products`):
+    (A's first entry of the row, each product's A entry within the row, its position in B, its
+    column, whether the mask keeps it)."""
+    lo, hi = int(a[0][row]), int(a[0][row + 1])
+    k = a[1][lo:hi]
+    entries, offsets = chunk_products((b[0][k + 1] - b[0][k]).astype(np.int64), threads)
+    q = b[0][k[entries]].astype(np.int64) + offsets if entries.size else entries
+    cols = b[1][q].astype(np.int64)
+    keep = np.ones(cols.size, dtype=bool) if mask is None else in_mask(np.full(cols.size, row), cols, mask) != complement
+    return lo, entries, q, cols, keep
+
+
 def hash_row(row: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, mask: Pattern | None,
              complement: bool, threads: int, table: int) -> tuple[np.ndarray, np.ndarray]:
     """One row as a hash kernel group computes it: products walked by :func:`chunk_products`,
     columns inserted in a ``table``-slot linear-probing table (the kernels' hash), keys sorted,
     each entry folded from the identity in :func:`fold_order` (a mark byte per entry). Returns
     (columns, values)."""
-    a_indptr, a_indices, a_data = a
-    b_indptr, b_indices, b_data = b
-    lo, hi = int(a_indptr[row]), int(a_indptr[row + 1])
-    k = a_indices[lo:hi]
-    entries, offsets = chunk_products((b_indptr[k + 1] - b_indptr[k]).astype(np.int64), threads)
-    q = b_indptr[k[entries]].astype(np.int64) + offsets if entries.size else entries
-    cols = b_indices[q].astype(np.int64)
-    keep = np.ones(cols.size, dtype=bool)
-    if mask is not None:
-        keep = in_mask(np.full(cols.size, row), cols, mask) != complement
+    a_data, b_data = a[2], b[2]
+    lo, entries, q, cols, keep = _walked_products(row, a, b, mask, complement, threads)
     slots = np.full(table, -1, dtype=np.int64)
     for col in cols[keep]:
         slot = (int(col) * 2654435761) & (table - 1)
@@ -357,14 +363,8 @@ def wide_row(row: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, m
     >>> [x.tolist() for x in wide_row(0, a, b, np.add, np.multiply, 0.0, None, False, 64, 32)]
     [[3, 40], [1.0, 3.0]]
     """
-    a_indptr, a_indices, a_data = a
-    b_indptr, b_indices, b_data = b
-    lo, hi = int(a_indptr[row]), int(a_indptr[row + 1])
-    k = a_indices[lo:hi]
-    entries, offsets = chunk_products((b_indptr[k + 1] - b_indptr[k]).astype(np.int64), threads)
-    q = b_indptr[k[entries]].astype(np.int64) + offsets if entries.size else entries
-    cols = b_indices[q].astype(np.int64)
-    keep = np.ones(cols.size, dtype=bool) if mask is None else in_mask(np.full(cols.size, row), cols, mask) != complement
+    a_data, b_data = a[2], b[2]
+    lo, entries, q, cols, keep = _walked_products(row, a, b, mask, complement, threads)
     words = np.zeros(-(-n_cols // 32), dtype=np.uint32)
     np.bitwise_or.at(words, cols[keep] >> 5, (np.uint32(1) << (cols[keep] & 31).astype(np.uint32)))
     set_bits = np.unpackbits(words.view(np.uint8), bitorder="little").reshape(-1, 32)
