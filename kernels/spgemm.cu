@@ -13,9 +13,12 @@
 //     storage order) from the identity, and write the values.
 // Products are visited in chunks of NT (flattened over a chunk of NT entries of A's row, found
 // by a binary search of the chunk's inclusive scan of B row lengths). Deterministic fold without
-// float atomics: the lanes of a warp holding the same column are found with __match_any_sync;
-// the lowest adds its peers' products in lane order; the warps of a group take turns in warp
-// order. Every entry is thus folded in exactly the product order.
+// float atomics: in each round the lanes of a warp holding the same column are found with
+// __match_any_sync and each warp marks the entries it touches; after one barrier the lowest
+// warp holding an entry adds all of that entry's products of the round, its own lanes and then
+// each later warp's, in lane order. Every entry is thus folded in exactly the product order.
+// Rows of at most 32 A entries and 32 products skip the table: one lane per product, in a warp's
+// registers, a column's place being the number of smaller columns.
 //
 // Wide rows (bounds past the largest table): spgemm_wide, one block of SPGEMM_WIDE_THREADS per
 // row, marks the row's columns in a bitmap of n_cols bits (shared memory when it fits, else the
@@ -26,6 +29,9 @@
 // zero for the block's next row.
 // Numeric kernels also count each row's entries that are not zero (counts[row], unless null):
 // the host drops zeros from those counts without another pass over the values.
+//
+// One file past the usual length: the hash, warp-register and wide kernels share the product
+// walk and the fold, and the planning kernels the bins' limits they are launched by.
 #include "semiring.cuh"
 
 inline constexpr int SPGEMM_WARP_GROUPS = 4;  // groups per block of the warp kernel (NT = 32)
