@@ -416,7 +416,7 @@ class DistributedCSR:
             raise TypeError(f"out must live on the matrix's backend ({self._backend})")
         if not y.flags.c_contiguous:
             raise ValueError("out must be contiguous")
-        if _shares_memory(y, x_local):
+        if _validate.overlaps(y, x_local):
             raise ValueError("out must not share memory with x")
 
     def __matmul__(self, x: Any) -> DistributedVector:
@@ -465,13 +465,3 @@ class DistributedCSR:
         return (f"DistributedCSR(shape={self.shape}, nnz={self.nnz}, dtype={self.dtype}, "
                 f"ranks={self.row_partition.size}, backend={self._backend})")
 
-
-def _shares_memory(a: Any, b: Any) -> bool:
-    """Whether two arrays of one library overlap in memory (by address ranges)."""
-    if a.size == 0 or b.size == 0:
-        return False
-    if is_device_array(a):
-        start_a, start_b = a.data.ptr, b.data.ptr
-    else:
-        start_a, start_b = a.__array_interface__["data"][0], b.__array_interface__["data"][0]
-    return start_a < start_b + b.nbytes and start_b < start_a + a.nbytes
