@@ -51,14 +51,9 @@ PHASES = ("plan", *(f"sym {b}" for b in BIN_NAMES), "scan", "bins", "alloc", *(f
 
 
 def load(name: str) -> sp.csr_array:
-    """A real matrix by name, or ``rmat:S`` / ``poisson2d:N`` / ``stencil27:N``."""
-    kind, _, size = name.partition(":")
-    makers = {"rmat": datasets.rmat, "poisson2d": datasets.poisson2d, "stencil27": datasets.stencil27}
-    if size:
-        if kind not in makers:
-            raise ValueError(f"unknown generated matrix {kind!r}; use one of {sorted(makers)}")
-        return sp.csr_array(makers[kind](int(size)))
-    return sp.csr_array(datasets.load_matrix(name))
+    """A real matrix by name, or a generated one (``rmat:18``, ``poisson2d:1000``, any
+    :func:`sparsegpu.datasets.matrix` name)."""
+    return sp.csr_array(datasets.matrix(name))
 
 
 @contextlib.contextmanager

@@ -5,7 +5,7 @@ model's prediction (sparsegpu.bench.scaling).
     mpirun -n 2 -x NCCL_NVLS_ENABLE=0 python3 scripts/time_distributed.py
 
 Rank 0 builds each matrix (:data:`DEFAULT_NAMES`, or those named on the command line, as
-:data:`GENERATORS` reads them, e.g. ``poisson3d:160 stencil27:120 rmat:21``) and prints
+:func:`sparsegpu.datasets.matrix` reads them, e.g. ``poisson3d:160 stencil27:120 rmat:21``) and prints
 one line per matrix: the median time of ``A @ x`` (the halo exchange included) and, for the
 symmetric positive definite ones, of one CG iteration (a fixed count, no stopping test met),
 the slowest rank's. Run it at 1 and at 2 ranks and divide.
@@ -38,20 +38,17 @@ from sparsegpu.distributed import (
 #: Poisson matrix, weak scaling by comparing poisson2d:2121 (4.5M rows) at one rank with
 #: poisson2d:3000 (9M rows) at two.
 DEFAULT_NAMES = ("poisson2d:3000", "stencil27:150", "rmat:22", "poisson2d:4000", "poisson2d:2121")
-#: Generators by name: "poisson2d:N", "poisson3d:N", "stencil27:N" (N per side), "rmat:S" or
-#: "rmat:S:E" (2^S vertices, E edges per vertex, default 16).
-GENERATORS = {"poisson2d": datasets.poisson2d, "poisson3d": datasets.poisson3d, "stencil27": datasets.stencil27,
-              "rmat": datasets.rmat}
 SYMMETRIC_POSITIVE_DEFINITE = ("poisson2d", "poisson3d", "stencil27")
 REPEAT, CG_ITERATIONS = 30, 50
 
 
 def matrix_from_name(name: str):
-    """The matrix a name like ``poisson2d:3000`` or ``rmat:22:8`` stands for."""
-    kind, *sizes = name.split(":")
-    if kind not in GENERATORS or not sizes or not all(size.isdigit() for size in sizes):
-        raise SystemExit(f"unknown matrix {name!r}: use poisson2d:N, poisson3d:N, stencil27:N or rmat:S[:E]")
-    return GENERATORS[kind](*map(int, sizes))
+    """The matrix a name like ``poisson2d:3000`` or ``rmat:22:8`` stands for
+    (:func:`sparsegpu.datasets.matrix`)."""
+    try:
+        return datasets.matrix(name)
+    except (ValueError, OSError) as exc:
+        raise SystemExit(f"unknown matrix {name!r}: {exc}") from None
 
 
 def median_seconds(comm, call, backend: str) -> float:

@@ -525,8 +525,17 @@ def generate(name: str, size: str = "medium", seed: int = 0, dtype: Any = np.flo
 
 def matrix(spec: str, size: str = "medium", seed: int = 0, cache: bool = False) -> sp.csr_array:
     """A matrix by name: a real matrix (``"bcsstk16"``), a generated family at ``size``
-    (``"rmat"``), or a family with its own size (``"rmat:large"``)."""
+    (``"rmat"``), a family with its own preset (``"rmat:large"``), or a family with its
+    generator's leading arguments (``"poisson2d:3000"``, ``"rmat:22:8"``: scale 22, 8 edges per
+    vertex).
+
+    >>> matrix("poisson2d:4").shape, matrix("rmat:5:4").shape
+    ((16, 16), (32, 32))
+    """
     family, _, own_size = spec.partition(":")
+    if family in GENERATED and own_size and own_size.replace(":", "").isdigit():
+        chosen = GENERATED[family]
+        return chosen.builder(*map(int, own_size.split(":")), **({"seed": seed} if chosen.seeded else {}))
     if family in GENERATED:
         return generate(family, own_size or size, seed=seed, cache=cache)
     if own_size:
