@@ -409,20 +409,66 @@ def test_warp_row_in_registers_matches_the_reference_bitwise(rng, semiring):
                 assert got[1].tobytes() == expected[2][lo:hi].tobytes()
 
 
+NEVER_TURNS = 2**30  # a fold_turns no round exceeds: the lowest warp always folds
+
+
 @pytest.mark.parametrize("threads", [32, 128, 256])
 def test_fold_order_folds_each_slot_in_product_order(rng, threads):
-    # The kernels' fold without warps taking turns: per round, the lowest warp holding a slot
-    # folds it across the round's warps. Every product once, each slot's in product order,
-    # whether mark bytes are per slot (exact) or shared by slots modulo a small table.
-    for n_slots, touch, exact in ((40, 64, True), (2000, 2048, True), (300, 4, False), (3000, 2048, False)):
+    # The kernels' fold: per round, either the lowest warp holding a slot folds it across the
+    # round's warps, or the warps take turns. Every product once, each slot's in product order,
+    # whether mark bytes are per slot (exact) or shared by slots modulo a small table, and
+    # whichever way the rule goes (always turns, the default, never).
+    for n_slots, touch, exact in ((40, 64, True), (2000, 2048, True), (300, 4, False), (3000, 2048, False),
+                                  (3, 64, True), (5, 4, False)):
         slots = rng.integers(-1, n_slots, 5 * threads + 17)
-        order = np.asarray(ref.fold_order(slots, threads, touch, exact))
-        assert np.array_equal(np.sort(order), np.flatnonzero(slots >= 0))
-        for s in np.unique(slots[slots >= 0]):
-            assert np.all(np.diff(order[slots[order] == s]) > 0)
+        for turns in (-1, 0, _spgemm.FOLD_TURNS, 4, NEVER_TURNS):
+            order = np.asarray(ref.fold_order(slots, threads, touch, exact, turns))
+            assert np.array_equal(np.sort(order), np.flatnonzero(slots >= 0))
+            for s in np.unique(slots[slots >= 0]):
+                assert np.all(np.diff(order[slots[order] == s]) > 0)
     if threads > 32:  # the exact shortcut needs a byte per slot: shared bytes lose products
         slots = rng.integers(0, 300, 5 * threads)
-        assert len(ref.fold_order(slots, threads, 4, True)) < slots.size
+        assert len(ref.fold_order(slots, threads, 4, True, NEVER_TURNS)) < slots.size
+
+
+def round_lanes(slots, threads, base=0):
+    """slot -> warp -> lanes of the round of ``threads`` products from ``base``."""
+    lanes = {}
+    for t in range(base, min(base + threads, slots.size)):
+        lanes.setdefault(int(slots[t]), {}).setdefault((t - base) // 32, []).append(t)
+    return lanes
+
+
+@pytest.mark.parametrize("threads", [128, 256])
+def test_fold_rule_turns_for_few_columns_only(rng, threads):
+    # Rounds whose slots spread over many warps (few columns) fold in warp turns; rounds of
+    # distinct columns (no spans) fold by each slot's lowest warp; the rule's threshold decides
+    # between. Few columns: the two orders differ, so the order shows which side was taken.
+    warps = threads // 32
+    few = rng.integers(0, 4, 3 * threads)  # every warp holds every slot: 4 (warps - 1) spans
+    distinct = rng.permutation(3 * threads)  # no slot twice: no spans
+    pairs = rng.permutation(np.repeat(np.arange(3 * threads // 2), 2))  # some slots in two warps
+    for slots, touch, exact in ((few, 2048, True), (few, 4, False), (distinct, 2048, True), (pairs, 2048, True),
+                                (pairs, 16, False)):
+        for base in range(0, slots.size, threads):
+            lanes = round_lanes(slots, threads, base)
+            spans = ref.round_spans(lanes, touch)
+            assert (spans == 0) == (slots is distinct and touch == 2048)
+            for turns in (-1, 0, 1, 2, 3, 4, NEVER_TURNS):
+                assert ref.takes_turns(lanes, threads, touch, turns) == (spans > turns * warps)
+            if slots is not pairs:
+                assert ref.takes_turns(lanes, threads, touch, _spgemm.FOLD_TURNS) == (slots is few)
+    always, never = (ref.fold_order(few, threads, 2048, True, t) for t in (-1, NEVER_TURNS))
+    assert always != never
+    assert ref.fold_order(few, threads, 2048, True, _spgemm.FOLD_TURNS) == always
+    assert ref.fold_order(few, threads, 2048, True, 4) == never  # fewer than 4 spans per warp
+    assert not ref.takes_turns(round_lanes(few, 32), 32, 2048, -1)  # one warp never takes turns
+
+
+def test_round_spans_count_leaders_beyond_the_first_per_byte():
+    lanes = {0: {0: [0, 1], 1: [32]}, 4: {1: [33]}, 9: {0: [2], 1: [40], 2: [64]}}
+    assert ref.round_spans(lanes, 2048) == 3  # slot 0 in 2 warps, slot 9 in 3
+    assert ref.round_spans(lanes, 4) == 4  # slots 0 and 4 share byte 0
 
 
 def test_reference_folds_each_entry_in_product_order(rng):
@@ -459,6 +505,7 @@ class EmulatedKernels:
         self.rng = rng or np.random.default_rng(0)
         self.launches: list[str] = []
         self.wide_grids: list[tuple[int, bool]] = []
+        self.fold_turns: list[int] = []
 
     def __call__(self, template):
         name = template.split("<")[0]
@@ -501,7 +548,9 @@ class EmulatedKernels:
         lo, hi, counts, *caps, bins, indptr, stats = args
         lo, hi = int(lo), int(hi)
         if not isinstance(counts, np.uint64):
+            planned = bins[lo:hi].copy()
             bins[lo:hi] = ref.bin_rows(counts[lo:hi], tuple(int(c) for c in caps))
+            stats[_spgemm.STAT_MOVED] += np.uint64(np.count_nonzero((bins[lo:hi] >= 0) & (bins[lo:hi] != planned)))
         block = bins[lo:hi]
         stats[:len(caps) + 1] += np.bincount(block[block >= 0], minlength=len(caps) + 1).astype(np.uint64)
         if not isinstance(indptr, np.uint64):
@@ -524,7 +573,10 @@ class EmulatedKernels:
         assert np.array_equal(kept_ptr, np.concatenate([[0], np.cumsum(keep)])[indptr])
 
     def rows(self, threads, table, numeric, args):
-        n_rows, rows, indptr, counts, *operands, m_indptr, m_indices, complement, c_indices, c_data = args
+        (n_rows, rows, indptr, counts, *operands, m_indptr, m_indices, complement, c_indices, c_data, stats,
+         fold_turns) = args
+        assert fold_turns == _spgemm.FOLD_TURNS and isinstance(fold_turns, np.int32)
+        self.fold_turns.append(int(fold_turns))
         a, b = tuple(operands[:3]), tuple(operands[3:])
         add, mul, identity = self.parts(a[2].dtype)
         mask = self.mask_of(m_indptr, m_indices)
@@ -532,27 +584,32 @@ class EmulatedKernels:
             row = int(rows[r])
             small = ref.warp_row(row, a, b, add, mul, identity, mask, bool(complement)) if threads == 32 else None
             keys, values = small or ref.hash_row(row, a, b, add, mul, identity, mask, bool(complement), threads,
-                                                 table)
+                                                 table, int(fold_turns))
             assert keys.size <= table // 2  # what the bin promises the kernel
-            self.write_row(numeric, row, keys, values, indptr, counts, c_indices, c_data)
+            self.write_row(numeric, row, keys, values, indptr, counts, c_indices, c_data, stats)
 
     @staticmethod
-    def write_row(numeric, row, keys, values, indptr, counts, c_indices, c_data):
-        """Symbolic: the count; numeric: the entries, and the nonzero count unless counts is null."""
+    def write_row(numeric, row, keys, values, indptr, counts, c_indices, c_data, stats):
+        """Symbolic: the count; numeric: the entries, and unless counts is null the nonzero
+        count and the zeros added to stats[STAT_ZEROS]."""
         if numeric:
             assert indptr[row + 1] - indptr[row] == keys.size  # the symbolic count
             c_indices[indptr[row]:indptr[row] + keys.size] = keys
             c_data[indptr[row]:indptr[row] + keys.size] = values
             if not isinstance(counts, np.uint64):
                 counts[row] = np.count_nonzero(values)
+                stats[_spgemm.STAT_ZEROS] += np.uint64(keys.size - counts[row])
         else:
+            assert isinstance(stats, np.uint64)
             counts[row] = keys.size
 
     def wide(self, numeric, grid, threads, shared_mem, args):
         """spgemm_wide: block g takes rows[g], rows[g + grid], ...; its bitmap (2 words per 32
         columns) in shared memory, or its slice of the scratch, zero on entry and left zero."""
         (n_rows, rows, indptr, counts, *operands, m_indptr, m_indices, complement, c_indices, c_data, n_cols,
-         scratch) = args
+         scratch, stats, fold_turns) = args
+        assert fold_turns == _spgemm.FOLD_TURNS and isinstance(fold_turns, np.int32)
+        self.fold_turns.append(int(fold_turns))
         a, b = tuple(operands[:3]), tuple(operands[3:])
         add, mul, identity = self.parts(a[2].dtype)
         words = -(-int(n_cols) // 32)
@@ -566,9 +623,10 @@ class EmulatedKernels:
             for r in range(g, int(n_rows), grid):
                 row = int(rows[r])
                 keys, values = ref.wide_row(row, a, b, add, mul, identity, self.mask_of(m_indptr, m_indices),
-                                            bool(complement), int(n_cols), threads, _spgemm.WIDE_TOUCH)
+                                            bool(complement), int(n_cols), threads, _spgemm.WIDE_TOUCH,
+                                            int(fold_turns))
                 assert keys.size == 0 or keys[-1] < n_cols
-                self.write_row(numeric, row, keys, values, indptr, counts, c_indices, c_data)
+                self.write_row(numeric, row, keys, values, indptr, counts, c_indices, c_data, stats)
 
 
 @pytest.mark.parametrize("semiring", [None, sr.plus_times, sr.min_plus, sr.plus_pair], ids=lambda s: getattr(s, "name", "scipy"))
@@ -614,8 +672,8 @@ def test_device_host_code_every_dtype(rng, dtype, index_dtype, monkeypatch):
 
 
 def test_device_host_code_few_reads_and_blocks_in_place(rng, monkeypatch):
-    # One block without wide rows: two stats reads and the zero count; no wide launch. Many blocks:
-    # the rows written in place into one output, bitwise the one-block result.
+    # One block without wide rows: two stats reads and the word of zeros; no wide launch. Many
+    # blocks: the rows written in place into one output, bitwise the one-block result.
     monkeypatch.setattr(_spgemm, "POISON", True)
     reads = []
     monkeypatch.setattr(_spgemm, "to_host", lambda x: reads.append(x.size) or np.array(x, copy=True))
@@ -624,7 +682,7 @@ def test_device_host_code_few_reads_and_blocks_in_place(rng, monkeypatch):
     a, b = (S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data)
     kernels = EmulatedKernels(None, rng)
     whole = _spgemm.device_spgemm(a, b, (90, 80), None, None, False, 1 << 40, xp=np, kernels=kernels)
-    assert reads == [_spgemm.STATS, _spgemm.STATS]
+    assert reads == [_spgemm.STATS, _spgemm.STATS, 1]
     assert not any(k.startswith("spgemm_wide") for k in kernels.launches)
     assert any(k.startswith("spgemm_drop_zeros") for k in kernels.launches)
     expected = scipy_product(S, T)
@@ -635,6 +693,72 @@ def test_device_host_code_few_reads_and_blocks_in_place(rng, monkeypatch):
         assert sum(k.startswith("spgemm_count_bins") for k in kernels.launches) > 4  # two per block
         for got, want in zip(blocked, whole):
             assert got.tobytes() == want.tobytes()
+
+
+def small_rows_operands(rng, n_rows=120, few=False, a_lengths=7):
+    """(S, T) with positive values (no sum is zero): every row of S @ T has 1 to 32 products
+    (S's rows below ``a_lengths`` entries, T's below 5), so it is planned and computed in the
+    warp bin; ``few``: a last row of 40 products on 4 columns, planned in the 256 bin and
+    computed in the warp bin."""
+    T = rows_of(rng, rng.integers(1, 5, 60).tolist(), 50)
+    S = rows_of(rng, rng.integers(1, a_lengths, n_rows).tolist(), 60)
+    S.data, T.data = np.abs(S.data) + 0.5, np.abs(T.data) + 0.5
+    if few:
+        T = sp.csr_array(sp.vstack([T, sp.csr_array((np.ones(40), np.tile([3, 9, 20, 30], 10), np.arange(0, 41, 4)),
+                                                    shape=(10, 50))]))
+        S.resize((n_rows, 70))
+        S = sp.csr_array(sp.vstack([S, sp.csr_array((np.ones(10), np.arange(60, 70), [0, 10]), shape=(1, 70))]))
+    return S, T
+
+
+@pytest.mark.parametrize("case", ["no-zeros", "zeros", "moved", "semiring", "emptied-by-mask"])
+def test_device_host_code_skips_what_it_does_not_need(rng, case, monkeypatch):
+    # Rows that keep their planned bin reuse the plan's lists (one listing launch); a row that
+    # moves lists them again. Without entries equal to zero (the numeric kernels' word of zeros,
+    # one read) there is no scan of the kept counts and no compaction; with some, both, and no
+    # further read. A semiring reads nothing after the numeric bins. Bitwise the reference.
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    reads, scans = [], []
+    monkeypatch.setattr(_spgemm, "to_host", lambda x: reads.append(x.size) or np.array(x, copy=True))
+    scan = _spgemm.primitives.exclusive_scan
+    monkeypatch.setattr(_spgemm.primitives, "exclusive_scan", lambda x: scans.append(x.size) or scan(x))
+    S, T = small_rows_operands(rng, few=case == "moved", a_lengths=4 if case == "zeros" else 7)
+    if case == "zeros":
+        S.data[::5] *= -1.0
+        T = sp.csr_array(sp.vstack([T, T]))  # a row of A pairs +v and -v: every product cancels
+        S = sp.csr_array(sp.hstack([S, -S]))
+    mask, complement = None, False
+    if case == "emptied-by-mask":  # complement of the row's whole product pattern: no entry left
+        pattern = structure_product(S, T)
+        keep = np.zeros(S.shape[0], bool)
+        keep[::7] = True
+        M = sp.csr_array(sp.diags_array(keep.astype(np.float64)) @ pattern)
+        M.eliminate_zeros()
+        M.sort_indices()  # the pattern's rows sorted, as spgemm passes masks
+        mask, complement = (M.indptr, M.indices), True
+    semiring = sr.plus_times if case == "semiring" else None
+    m, n = S.shape[0], T.shape[1]
+    a, b = (S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data)
+    kernels = EmulatedKernels(semiring, rng)
+    got = _spgemm.device_spgemm(a, b, (m, n), semiring, mask, complement, 1 << 40, xp=np, kernels=kernels)
+    expected = ref.csr_spgemm(a, b, np.add, np.multiply, 0.0, n_cols=n, mask=mask, complement=complement,
+                              drop_zero_values=semiring is None)
+    for g, e in zip(got, expected):
+        assert g.astype(e.dtype).tobytes() == e.tobytes()
+    lists = sum(k.startswith("spgemm_list_rows") for k in kernels.launches)
+    dropped = any(k.startswith("spgemm_drop_zeros") for k in kernels.launches)
+    assert lists == (2 if case == "moved" else 1)
+    assert reads == [_spgemm.STATS, _spgemm.STATS] + ([] if semiring else [1])
+    assert len(scans) == (2 if case == "zeros" else 1) and dropped == (case == "zeros")
+    numeric = {k.split(",")[3].strip() for k in kernels.launches if k.startswith("spgemm_rows") and "true" in k}
+    assert numeric == {"32"}
+    if case == "moved":
+        symbolic = {k.split(",")[3].strip() for k in kernels.launches if k.startswith("spgemm_rows") and "false" in k}
+        assert symbolic == {"32", "128"}
+    if case == "zeros":
+        assert got[1].size < structure_product(S, T).nnz
+    if case == "emptied-by-mask":
+        assert np.count_nonzero(np.diff(got[0]) == 0) >= m // 7
 
 
 @pytest.mark.parametrize("semiring", [None, sr.plus_times, sr.min_plus, sr.plus_pair], ids=lambda s: getattr(s, "name", "scipy"))
