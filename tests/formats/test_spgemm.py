@@ -1021,3 +1021,150 @@ def test_gpu_warp_rows_in_registers_bitwise(rng, semiring, monkeypatch):
     P.data *= 10.0 ** rng.integers(-8, 8, P.nnz)
     got = spgemm(sparsegpu.from_scipy(P, backend="gpu"), sparsegpu.from_scipy(T, backend="gpu"), semiring=semiring)
     assert_bitwise(got, bitwise_reference(P, T, semiring))
+
+
+# --------------------------------------------------------------------------- the fold's rule and fixed costs
+
+
+def few_column_operands(rng, n_cols, n_rows=40, a_lengths=None):
+    """(S, T): T's 300 rows of 20 to 80 entries within ``n_cols`` columns, S's ``n_rows`` rows of
+    10 to 60 entries (or ``a_lengths``): rows of thousands of products on at most ``n_cols``
+    columns (many per entry), values of many magnitudes so that any other summation order shows
+    in the bits."""
+    T = rows_of(rng, rng.integers(20, min(80, n_cols), 300).tolist(), n_cols)
+    lengths = rng.integers(10, 60, n_rows).tolist() if a_lengths is None else a_lengths
+    S = rows_of(rng, lengths, 300)
+    S.data *= 10.0 ** rng.integers(-8, 8, S.nnz)
+    return S, T
+
+
+@requires_matrices
+def test_hash_rows_of_a_real_few_column_matrix_bitwise_every_rule(rng):
+    # ani4_amd_chol's rows of many products per entry: most rounds span every warp, so the rule
+    # takes turns; bitwise the reference whichever way it goes.
+    S = sp.csr_array(datasets.load_matrix("ani4_amd_chol"))
+    S.data = rng.uniform(0.5, 2.0, S.nnz) * 10.0 ** rng.integers(-8, 8, S.nnz)
+    a = (S.indptr, S.indices, S.data)
+    counts = np.diff(sp.csr_array(structure_product(S, S)).indptr)
+    products = ref.upper_bounds(S.indptr, S.indices, S.indptr)
+    bins = ref.bin_rows(counts, _spgemm.CAPACITIES)
+    rows = [int(r) for b in (1, 2) for r in rng.choice(np.flatnonzero((bins == b) & (products < 4000)), 2)]
+    expected = ref.csr_spgemm(a, a, np.add, np.multiply, 0.0, n_cols=S.shape[1])
+    turned = 0
+    for row in rows:
+        _, threads, table = _spgemm.HASH_BINS[bins[row]]
+        lo, hi = expected[0][row], expected[0][row + 1]
+        for turns in (-1, _spgemm.FOLD_TURNS, NEVER_TURNS):
+            keys, values = ref.hash_row(row, a, a, np.add, np.multiply, 0.0, None, False, threads, table, turns)
+            assert np.array_equal(keys, expected[1][lo:hi]) and values.tobytes() == expected[2][lo:hi].tobytes()
+        _, _, _, cols, _ = ref._walked_products(row, a, a, None, False, threads)
+        slots = np.searchsorted(np.unique(cols), cols)
+        turned += sum(ref.takes_turns(round_lanes(slots, threads, base), threads, table // 2, _spgemm.FOLD_TURNS)
+                      for base in range(0, slots.size, threads))
+    assert turned > 0
+
+
+@pytest.mark.parametrize("semiring", [sr.plus_times, sr.min_plus], ids=lambda s: s.name)
+def test_few_column_rows_on_emulated_kernels_every_rule(rng, semiring, monkeypatch):
+    # Rows of many products per entry in every block bin and wide, through the GPU path's host
+    # code, for each side of the fold's rule: the same bits as the reference.
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    S, T = few_column_operands(rng, 3000, a_lengths=[4, 8, 20, 40, 60, 150])
+    a, b = (S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data)
+    expected = ref.csr_spgemm(a, b, semiring.add.ufunc, semiring.mul.apply, semiring.identity(np.float64),
+                              n_cols=T.shape[1])
+    for turns in (-1, 1, NEVER_TURNS):
+        monkeypatch.setattr(_spgemm, "FOLD_TURNS", turns)
+        kernels = EmulatedKernels(semiring, rng)
+        got = _spgemm.device_spgemm(a, b, S.shape[:1] + T.shape[1:], semiring, None, False, 1 << 40, xp=np,
+                                    kernels=kernels)
+        assert kernels.fold_turns and set(kernels.fold_turns) == {turns}
+        numeric = {k.split(",")[3].strip() for k in kernels.launches if k.startswith("spgemm_rows") and "true" in k}
+        assert numeric >= {"128", "256"} and "spgemm_wide<{V}, {I}, {S}, true>" in kernels.launches
+        for g, e in zip(got, expected):
+            assert g.astype(e.dtype).tobytes() == e.tobytes()
+
+
+@pytest.mark.gpu
+@requires_matrices
+@pytest.mark.parametrize("turns", [-1, "default", NEVER_TURNS], ids=["always-turns", "rule", "never-turns"])
+@pytest.mark.parametrize("name", ["ego-Facebook", "ani4_amd_chol"])
+def test_gpu_fold_rule_on_real_matrices_bitwise(rng, name, turns, monkeypatch):
+    # Rounds folded in warp turns or by each slot's lowest warp, forced either way or by the
+    # rule: the reference's bits every time, masked, over a semiring, and in row blocks.
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    if turns != "default":
+        monkeypatch.setattr(_spgemm, "FOLD_TURNS", turns)
+    S = sp.csr_array(datasets.load_matrix(name))
+    S.data = rng.uniform(0.5, 2.0, S.nnz) * 10.0 ** rng.integers(-8, 8, S.nnz)
+    A = sparsegpu.from_scipy(S, backend="gpu")
+    assert_bitwise(spgemm(A, A), bitwise_reference(S, S))
+    M = random_csr(rng, S.shape[0], S.shape[1], 0.05)
+    masked = spgemm(A, A, semiring=sr.min_plus, mask=sparsegpu.from_scipy(M, backend="gpu"))
+    assert_bitwise(masked, bitwise_reference(S, S, sr.min_plus, M))
+    bounds = ref.upper_bounds(S.indptr, S.indices, S.indptr)
+    blocked = spgemm(A, A, semiring=sr.plus_times, max_bytes=int(bounds.sum()))
+    assert_bitwise(blocked, bitwise_reference(S, S, sr.plus_times))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("turns", [-1, "default", NEVER_TURNS], ids=["always-turns", "rule", "never-turns"])
+@pytest.mark.parametrize("semiring", [None, sr.plus_times, sr.min_plus, sr.max_times],
+                         ids=lambda s: getattr(s, "name", "scipy"))
+def test_gpu_few_column_rows_bitwise(rng, semiring, turns, monkeypatch):
+    # Random rows of thousands of products on 100 to 2600 columns: every block bin and wide
+    # rows, most rounds spanning every warp. Masked, complemented and in row blocks.
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    if turns != "default":
+        monkeypatch.setattr(_spgemm, "FOLD_TURNS", turns)
+    for n_cols in (100, 600, 1500, 2600):
+        S, T = few_column_operands(rng, n_cols)
+        S.data[::9] = 0.0
+        A, B = sparsegpu.from_scipy(S, backend="gpu"), sparsegpu.from_scipy(T, backend="gpu")
+        assert_bitwise(spgemm(A, B, semiring=semiring), bitwise_reference(S, T, semiring))
+        M = random_csr(rng, S.shape[0], n_cols, 0.5)
+        masked = spgemm(A, B, semiring=semiring, mask=sparsegpu.from_scipy(M, backend="gpu"))
+        assert_bitwise(masked, bitwise_reference(S, T, semiring, M))
+        parts = semiring or sr.plus_times
+        outside = spgemm(A, B, semiring=semiring, mask=sparsegpu.from_scipy(M, backend="gpu"), complement=True)
+        want = ref.csr_spgemm((S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data), parts.add.ufunc,
+                              parts.mul.apply, parts.identity(S.dtype), n_cols=n_cols, mask=(M.indptr, M.indices),
+                              complement=True, drop_zero_values=semiring is None)
+        assert_bitwise(outside, want)
+        blocked = spgemm(A, B, semiring=semiring, max_bytes=20_000)
+        assert_bitwise(blocked, bitwise_reference(S, T, semiring))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", ["no-zeros", "zeros", "moved", "emptied-by-mask"])
+def test_gpu_fixed_cost_paths_bitwise(rng, case, monkeypatch):
+    # The plan's lists reused (or listed again when a row moves), the word of zeros read instead
+    # of a scan: three reads, bitwise the reference.
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    reads = []
+    to_host = _spgemm.to_host
+    monkeypatch.setattr(_spgemm, "to_host", lambda x: reads.append(x.size) or to_host(x))
+    S, T = small_rows_operands(rng, n_rows=3000, few=case == "moved", a_lengths=4 if case == "zeros" else 7)
+    S.data *= 10.0 ** rng.integers(-8, 8, S.nnz)
+    M, complement = None, False
+    if case == "zeros":
+        T = sp.csr_array(sp.vstack([T, T]))
+        S = sp.csr_array(sp.hstack([S, -S]))
+    if case == "emptied-by-mask":
+        keep = np.zeros(S.shape[0], bool)
+        keep[::7] = True
+        M = sp.csr_array(sp.diags_array(keep.astype(np.float64)) @ structure_product(S, T))
+        M.eliminate_zeros()
+        complement = True
+    A, B = sparsegpu.from_scipy(S, backend="gpu"), sparsegpu.from_scipy(T, backend="gpu")
+    C = spgemm(A, B, mask=None if M is None else sparsegpu.from_scipy(M, backend="gpu"), complement=complement)
+    parts = sr.plus_times
+    pattern = None if M is None else (M.indptr, M.indices)
+    if M is not None:
+        M.sort_indices()
+        pattern = (M.indptr, M.indices)
+    want = ref.csr_spgemm((S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data), parts.add.ufunc,
+                          parts.mul.apply, 0.0, n_cols=T.shape[1], mask=pattern, complement=complement,
+                          drop_zero_values=True)
+    assert_bitwise(C, want)
+    assert reads == [_spgemm.STATS, _spgemm.STATS, 1]
