@@ -36,6 +36,20 @@
 
 inline constexpr int SPGEMM_WARP_GROUPS = 4;  // groups per block of the warp kernel (NT = 32)
 
+// Stats arrays (unsigned long long, zeroed by the host) hold: [0, SPGEMM_BINS) rows per bin (hash
+// bins, then wide), the plan's summed costs, wide rows' products and all products, a block's
+// output total, the rows whose exact-count bin differs from their planned one (rows of no entry
+// aside), the numeric phase's entries equal to zero, then one list cursor per bin.
+inline constexpr int SPGEMM_BINS = 5;  // four hash bins and the wide rows
+inline constexpr int SPGEMM_WIDE = 4;
+inline constexpr int SPGEMM_STAT_COST = 5;
+inline constexpr int SPGEMM_STAT_WIDE_PRODUCTS = 6;
+inline constexpr int SPGEMM_STAT_PRODUCTS = 7;
+inline constexpr int SPGEMM_STAT_TOTAL = 8;
+inline constexpr int SPGEMM_STAT_MOVED = 9;
+inline constexpr int SPGEMM_STAT_ZEROS = 10;
+inline constexpr int SPGEMM_STAT_CURSOR = 11;
+
 namespace spgemm {
 
 __device__ __forceinline__ int cas(int* p, int compare, int value) { return atomicCAS(p, compare, value); }
@@ -226,9 +240,11 @@ __device__ __forceinline__ void for_each_product(
 }
 
 // The warps of a group holding slot s in one round of fold_in_order: bit w of byte s % TOUCH of
-// `marks` (a table of TOUCH bytes, one per round parity; 8 warps at most).
-__device__ __forceinline__ void mark_warp(unsigned char* marks, int at, int warp) {
-    atomicOr(reinterpret_cast<unsigned*>(marks) + at / 4, (1u << warp) << (8 * (at % 4)));
+// `marks` (a table of TOUCH bytes, one per round parity; 8 warps at most). Returns the byte's
+// marks before this one.
+__device__ __forceinline__ unsigned mark_warp(unsigned char* marks, int at, int warp) {
+    const unsigned shift = 8u * (unsigned)(at % 4);
+    return (atomicOr(reinterpret_cast<unsigned*>(marks) + at / 4, (1u << warp) << shift) >> shift) & 0xffu;
 }
 
 // Whether a warp in `warps` has a lane whose staged slot is s.
@@ -241,23 +257,52 @@ __device__ __forceinline__ bool any_warp_holds(const int* staged_slot, unsigned 
     return false;
 }
 
+// acc[s] folded with the products of a warp's lanes in `peers`, in lane order (`values`: the
+// warp's staged products).
+template <class S, class V> __device__ __forceinline__ void fold_peers(V* acc, int s, unsigned peers, const V* values) {
+    V folded = acc[s];
+    for (unsigned rest = peers; rest != 0u; rest &= rest - 1u) folded = S::add(folded, values[__ffs(rest) - 1]);
+    acc[s] = folded;
+}
+
+// acc[s] folded by the leader of the lowest warp holding s: its peers, then the lanes of s in each
+// later warp marked in `warps`, in lane order.
+template <class S, class V>
+__device__ __forceinline__ void fold_across_warps(V* acc, int s, unsigned peers, unsigned warps, int warp,
+                                                  const V* staged_value, const int* staged_slot) {
+    V folded = acc[s];
+    for (unsigned rest = peers; rest != 0u; rest &= rest - 1u)
+        folded = S::add(folded, staged_value[warp * 32 + __ffs(rest) - 1]);
+    for (unsigned later = warps >> (warp + 1) << (warp + 1); later != 0u; later &= later - 1u) {
+        const int other = 32 * (__ffs(later) - 1);
+        for (int j = 0; j < 32; ++j)
+            if (staged_slot[other + j] == s) folded = S::add(folded, staged_value[other + j]);
+    }
+    acc[s] = folded;
+}
+
 // Fold every product of `row` into acc[position(col)] in product order. position(col) is called
 // for the products the mask allows; < 0: not in the row. Every thread of the group calls it. Per
 // round, a warp's lanes of one slot are its peers (__match_any_sync), the lowest of them the
 // warp's leader. One warp: each leader folds its peers in lane order. Several: each leader marks
 // its warp on the slot (marks of TOUCH bytes per parity, zero on entry, left zero; slots taken
 // modulo TOUCH, so two slots may share a byte when the row has more entries than TOUCH,
-// EXACT false); after a barrier, the leader of the lowest warp holding the slot folds its peers,
-// then the lanes of that slot in each later marked warp, in lane order: product order, without
-// warps taking turns (two barriers per round, not one per warp). The round before's marks are
-// cleared by their leaders while the next round stages.
+// EXACT false); the barrier after counts the round's spans: the leaders that found their byte
+// already marked (leaders minus the distinct bytes marked, a number that does not depend on the
+// atomics' order). Few spans (at most fold_turns per warp): the leader of the lowest warp holding
+// the slot folds its peers, then the lanes of that slot in each later marked warp, in lane order,
+// and the warps fold at once (two barriers per round). More spans (few columns, so a slot's
+// lanes sit in many warps and a lowest leader would scan them all alone): the warps take turns in
+// warp order, each leader folding only its peers (one barrier per warp). Either way each slot
+// gets its products in product order: the bits do not depend on the choice. The round before's
+// marks are cleared by their leaders while the next round stages.
 template <class S, int NT, int TOUCH, bool EXACT, class V, class I, class Position>
 __device__ __forceinline__ void fold_in_order(
     const long long row, const I* __restrict__ a_indptr, const I* __restrict__ a_indices,
     const V* __restrict__ a_data, const I* __restrict__ b_indptr, const I* __restrict__ b_indices,
     const V* __restrict__ b_data, const I* __restrict__ m_indptr, const I* __restrict__ m_indices,
     const int complement, V* a_value, V* staged_value, int* staged_slot, unsigned char* touch, long long* chunk_end,
-    long long* b_begin, long long* warp_totals, V* acc, Position&& position) {
+    long long* b_begin, long long* warp_totals, V* acc, const int fold_turns, Position&& position) {
     static_assert(NT <= 256 && TOUCH % 4 == 0 && (TOUCH & (TOUCH - 1)) == 0, "a byte of marks per slot");
     const int tid = threadIdx.x % NT, lane = threadIdx.x % 32, warp = tid / 32;
     int parity = 0, marked = -1;  // marked: the slot this lane led in the round before
@@ -274,33 +319,25 @@ __device__ __forceinline__ void fold_in_order(
             const unsigned peers = __match_any_sync(sg::FULL_MASK, s);
             const bool leader = s >= 0 && __ffs(peers) - 1 == lane;
             if constexpr (NT == 32) {
-                if (leader) {
-                    V folded = acc[s];
-                    for (unsigned rest = peers; rest != 0u; rest &= rest - 1u)
-                        folded = S::add(folded, staged_value[__ffs(rest) - 1]);
-                    acc[s] = folded;
-                }
+                if (leader) fold_peers<S>(acc, s, peers, staged_value);
                 __syncwarp();
             } else {
                 unsigned char* marks = touch + parity * TOUCH;
-                if (leader) mark_warp(marks, s & (TOUCH - 1), warp);
-                __syncthreads();
-                if (leader) {
-                    const unsigned warps = marks[s & (TOUCH - 1)];
-                    const unsigned below = warps & ((1u << warp) - 1u);
-                    if (EXACT ? below == 0u : !any_warp_holds(staged_slot, below, s)) {
-                        V folded = acc[s];
-                        for (unsigned rest = peers; rest != 0u; rest &= rest - 1u)
-                            folded = S::add(folded, staged_value[warp * 32 + __ffs(rest) - 1]);
-                        for (unsigned later = warps >> (warp + 1) << (warp + 1); later != 0u; later &= later - 1u) {
-                            const int other = 32 * (__ffs(later) - 1);
-                            for (int j = 0; j < 32; ++j)
-                                if (staged_slot[other + j] == s) folded = S::add(folded, staged_value[other + j]);
-                        }
-                        acc[s] = folded;
+                const bool spans = leader && mark_warp(marks, s & (TOUCH - 1), warp) != 0u;
+                if (__syncthreads_count(spans) > (long long)fold_turns * (NT / 32)) {
+                    for (int w = 0; w < NT / 32; ++w) {  // the last barrier closes the round
+                        if (w == warp && leader) fold_peers<S>(acc, s, peers, staged_value + warp * 32);
+                        __syncthreads();
                     }
+                } else {
+                    if (leader) {
+                        const unsigned warps = marks[s & (TOUCH - 1)];
+                        const unsigned below = warps & ((1u << warp) - 1u);
+                        if (EXACT ? below == 0u : !any_warp_holds(staged_slot, below, s))
+                            fold_across_warps<S>(acc, s, peers, warps, warp, staged_value, staged_slot);
+                    }
+                    __syncthreads();
                 }
-                __syncthreads();
                 marked = leader ? s : -1;
                 parity ^= 1;
             }
@@ -334,10 +371,19 @@ template <int NT, int TABLE, class I> __device__ __forceinline__ void sort_keys(
     }
 }
 
+// A numeric row's counts: kept[row] = its entries that are not zero; the others, if any, added to
+// stats[SPGEMM_STAT_ZEROS] (so that the host learns from one word whether any entry is zero).
+__device__ __forceinline__ void count_kept(long long* kept, unsigned long long* stats, long long row,
+                                           long long nonzero, long long entries) {
+    kept[row] = nonzero;
+    if (nonzero < entries) atomicAdd(stats + SPGEMM_STAT_ZEROS, (unsigned long long)(entries - nonzero));
+}
+
 // The numeric phase of one row whose keys are in the table (sh.count zero): compact the keys
 // (any order), sort them, note each key's sorted position, write the columns at c_indices +
 // out; fold each entry's products in product order and write the values at c_data + out;
-// kept[row] = the values that are not zero (unless kept is null).
+// kept[row] = the values that are not zero and stats[SPGEMM_STAT_ZEROS] += the others (unless
+// kept is null).
 template <class S, int NT, int TABLE, class V, class I>
 __device__ __forceinline__ void fill_row(Shared<V, I, NT, TABLE>& sh, const long long row, const long long out,
                                          const I* __restrict__ a_indptr, const I* __restrict__ a_indices,
@@ -345,7 +391,8 @@ __device__ __forceinline__ void fill_row(Shared<V, I, NT, TABLE>& sh, const long
                                          const I* __restrict__ b_indices, const V* __restrict__ b_data,
                                          const I* __restrict__ m_indptr, const I* __restrict__ m_indices,
                                          const int complement, I* __restrict__ c_indices, V* __restrict__ c_data,
-                                         long long* __restrict__ kept) {
+                                         long long* __restrict__ kept, unsigned long long* __restrict__ stats,
+                                         const int fold_turns) {
     const int tid = threadIdx.x % NT;
     for (int i = tid; i < TABLE; i += NT)
         if (sh.keys[i] != I(-1)) sh.sorted[atomicAdd(sh.count, 1)] = sh.keys[i];
@@ -368,7 +415,7 @@ __device__ __forceinline__ void fill_row(Shared<V, I, NT, TABLE>& sh, const long
     // A slot per entry (at most TABLE / 2): its marks never share a byte.
     fold_in_order<S, NT, TABLE / 2, true>(row, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr,
                                           m_indices, complement, sh.a_value, sh.staged_value, sh.staged_slot, touch,
-                                          sh.chunk_end, sh.b_begin, sh.warp_totals, sh.acc, [&](I col) {
+                                          sh.chunk_end, sh.b_begin, sh.warp_totals, sh.acc, fold_turns, [&](I col) {
                              const int slot = find<TABLE>(sh.keys, col);
                              return slot >= 0 ? sh.position[slot] : -1;
                          });
@@ -381,7 +428,7 @@ __device__ __forceinline__ void fill_row(Shared<V, I, NT, TABLE>& sh, const long
     if (kept != nullptr) {
         long long total = 0;
         group_scan<NT>(nonzero, sh.warp_totals, total);
-        if (tid == 0) kept[row] = total;
+        if (tid == 0) count_kept(kept, stats, row, total, n);
     }
 }
 
@@ -390,7 +437,7 @@ __device__ __forceinline__ void fill_row(Shared<V, I, NT, TABLE>& sh, const long
 // (the leader) folds its peers' products in lane order (product order) from the identity, and
 // its sorted position is the number of leaders of smaller columns. Symbolic: counts[row] = the
 // leaders. Numeric: the entries at c_indices / c_data + indptr[row], and counts[row] = the
-// values that are not zero (unless counts is null). False (nothing written) for a larger row,
+// values that are not zero (count_kept, unless counts is null). False (nothing written) for a larger row,
 // which the hash table then computes; the warp decides together.
 template <bool NUMERIC, class S, class V, class I>
 __device__ __forceinline__ bool warp_row(Shared<V, I, 32, 64>& sh, const long long row,
@@ -399,7 +446,8 @@ __device__ __forceinline__ bool warp_row(Shared<V, I, 32, 64>& sh, const long lo
                                          const V* __restrict__ a_data, const I* __restrict__ b_indptr,
                                          const I* __restrict__ b_indices, const V* __restrict__ b_data,
                                          const I* __restrict__ m_indptr, const I* __restrict__ m_indices,
-                                         const int complement, I* __restrict__ c_indices, V* __restrict__ c_data) {
+                                         const int complement, I* __restrict__ c_indices, V* __restrict__ c_data,
+                                         unsigned long long* __restrict__ stats) {
     const int lane = threadIdx.x % 32;
     const long long row_begin = a_indptr[row], row_end = a_indptr[row + 1];
     if (row_end - row_begin > 32) return false;
@@ -456,7 +504,7 @@ __device__ __forceinline__ bool warp_row(Shared<V, I, 32, 64>& sh, const long lo
             nonzero = !sg::is_zero(folded);
         }
         const unsigned kept = __ballot_sync(sg::FULL_MASK, nonzero);
-        if (counts != nullptr && lane == 0) counts[row] = __popc(kept);
+        if (counts != nullptr && lane == 0) count_kept(counts, stats, row, __popc(kept), __popc(leaders));
     }
     return true;
 }
@@ -465,8 +513,9 @@ __device__ __forceinline__ bool warp_row(Shared<V, I, 32, 64>& sh, const long lo
 
 // One group of NT threads per listed row: row = rows[r] (a row of C), r < n_rows. Symbolic
 // (NUMERIC false): counts[row] = the row's entries. Numeric: the row's sorted columns and values
-// at c_indices / c_data + indptr[row], and counts[row] = its values that are not zero (unless
-// counts is null). Launch: NT = 32 -> blocks of 32 * SPGEMM_WARP_GROUPS
+// at c_indices / c_data + indptr[row], counts[row] = its values that are not zero and
+// stats[SPGEMM_STAT_ZEROS] += the others (unless counts is null); fold_turns: fold_in_order's
+// rule. Launch: NT = 32 -> blocks of 32 * SPGEMM_WARP_GROUPS
 // threads, else blocks of NT; dynamic shared memory = groups per block * Shared::bytes().
 template <class V, class I, class S, int NT, int TABLE, bool NUMERIC>
 __global__ void spgemm_rows(const long long n_rows, const long long* __restrict__ rows,
@@ -475,7 +524,8 @@ __global__ void spgemm_rows(const long long n_rows, const long long* __restrict_
                             const V* __restrict__ a_data, const I* __restrict__ b_indptr,
                             const I* __restrict__ b_indices, const V* __restrict__ b_data,
                             const I* __restrict__ m_indptr, const I* __restrict__ m_indices, const int complement,
-                            I* __restrict__ c_indices, V* __restrict__ c_data) {
+                            I* __restrict__ c_indices, V* __restrict__ c_data, unsigned long long* __restrict__ stats,
+                            const int fold_turns) {
     using Layout = spgemm::Shared<V, I, NT, TABLE>;
     extern __shared__ __align__(16) unsigned char spgemm_shared[];
     const int groups = NT == 32 ? SPGEMM_WARP_GROUPS : 1;
@@ -486,7 +536,7 @@ __global__ void spgemm_rows(const long long n_rows, const long long* __restrict_
     const long long row = rows[r];
     if constexpr (NT == 32) {
         if (spgemm::warp_row<NUMERIC, S>(sh, row, indptr, counts, a_indptr, a_indices, a_data, b_indptr, b_indices,
-                                         b_data, m_indptr, m_indices, complement, c_indices, c_data))
+                                         b_data, m_indptr, m_indices, complement, c_indices, c_data, stats))
             return;
     }
 
@@ -503,7 +553,8 @@ __global__ void spgemm_rows(const long long n_rows, const long long* __restrict_
         if (tid == 0) counts[row] = *sh.count;
     } else {
         spgemm::fill_row<S, NT, TABLE>(sh, row, indptr[row], a_indptr, a_indices, a_data, b_indptr, b_indices, b_data,
-                                       m_indptr, m_indices, complement, c_indices, c_data, counts);
+                                       m_indptr, m_indices, complement, c_indices, c_data, counts, stats,
+                                       fold_turns);
     }
 }
 
@@ -555,7 +606,8 @@ __device__ __forceinline__ int bit_rank(const unsigned* bits, const unsigned* pr
 // else at scratch + blockIdx.x * 2 * words (zero on entry; every row leaves its bits zero).
 // Symbolic: counts[row] = the marked columns. Numeric: the row's sorted columns and values at
 // c_indices / c_data + indptr[row], folded in product order; counts[row] = its values that are
-// not zero (unless counts is null). Ranks are int: the host keeps n_cols below 2^31.
+// not zero and stats[SPGEMM_STAT_ZEROS] += the others (unless counts is null); fold_turns:
+// fold_in_order's rule. Ranks are int: the host keeps n_cols below 2^31.
 template <class V, class I, class S, bool NUMERIC>
 __global__ void __launch_bounds__(SPGEMM_WIDE_THREADS)
     spgemm_wide(const long long n_rows, const long long* __restrict__ rows, const long long* __restrict__ indptr,
@@ -563,7 +615,7 @@ __global__ void __launch_bounds__(SPGEMM_WIDE_THREADS)
                 const V* __restrict__ a_data, const I* __restrict__ b_indptr, const I* __restrict__ b_indices,
                 const V* __restrict__ b_data, const I* __restrict__ m_indptr, const I* __restrict__ m_indices,
                 const int complement, I* __restrict__ c_indices, V* __restrict__ c_data, const long long n_cols,
-                unsigned* __restrict__ scratch) {
+                unsigned* __restrict__ scratch, unsigned long long* __restrict__ stats, const int fold_turns) {
     constexpr int NT = SPGEMM_WIDE_THREADS;
     using Layout = spgemm::Walk<V, NT>;
     extern __shared__ __align__(16) unsigned char spgemm_shared[];
@@ -613,14 +665,15 @@ __global__ void __launch_bounds__(SPGEMM_WIDE_THREADS)
             spgemm::fold_in_order<S, NT, SPGEMM_WIDE_TOUCH, false>(
                 row, a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, m_indptr, m_indices, complement,
                 walk.a_value, walk.staged_value, walk.staged_slot, walk.touch, walk.chunk_end, walk.b_begin,
-                walk.warp_totals, c_data + out, [&](I col) { return spgemm::bit_rank(bits, prefix, (long long)col); });
+                walk.warp_totals, c_data + out, fold_turns,
+                [&](I col) { return spgemm::bit_rank(bits, prefix, (long long)col); });
             __syncthreads();
             long long nonzero = 0;
             for (long long s = tid; s < carry; s += NT) nonzero += sg::is_zero(c_data[out + s]) ? 0 : 1;
             for (long long w = tid; w < words; w += NT) bits[w] = 0u;
             if (counts != nullptr) {
                 spgemm::group_scan<NT>(nonzero, walk.warp_totals, total);
-                if (tid == 0) counts[row] = total;
+                if (tid == 0) spgemm::count_kept(counts, stats, row, total, carry);
             }
         }
         __syncthreads();  // the bitmap is clear and the walk's arrays free for the next row
@@ -629,16 +682,7 @@ __global__ void __launch_bounds__(SPGEMM_WIDE_THREADS)
 
 // ---------------------------------------------------------------- planning, binning, zeros
 // The rules are the NumPy reference's (upper_bounds, output_bounds, bin_rows, row_costs); the
-// host passes their constants. Stats arrays (unsigned long long, zeroed by the host) hold:
-// [0, SPGEMM_BINS) rows per bin (hash bins, then wide), the plan's summed costs, wide rows'
-// products and all products, a block's output total, then one list cursor per bin.
-inline constexpr int SPGEMM_BINS = 5;  // four hash bins and the wide rows
-inline constexpr int SPGEMM_WIDE = 4;
-inline constexpr int SPGEMM_STAT_COST = 5;
-inline constexpr int SPGEMM_STAT_WIDE_PRODUCTS = 6;
-inline constexpr int SPGEMM_STAT_PRODUCTS = 7;
-inline constexpr int SPGEMM_STAT_TOTAL = 8;
-inline constexpr int SPGEMM_STAT_CURSOR = 9;
+// host passes their constants (stats layout: the top of this file).
 
 namespace spgemm {
 // The first capacity holding `length` (SPGEMM_WIDE past them all), -1 for an empty row.
@@ -705,27 +749,33 @@ __global__ void spgemm_plan(const long long m, const I* __restrict__ a_indptr, c
 
 // Rows lo:hi's bins for one phase, counted into stats[0, SPGEMM_BINS). counts == nullptr: the
 // bins as they are (the plan's, by bound). Otherwise each row is rebinned by its exact count (a
-// wide row of few entries goes to a hash table). With indptr, stats[SPGEMM_STAT_TOTAL] = indptr[hi].
+// wide row of few entries goes to a hash table), and the rows of some entry whose bin changes are
+// counted in stats[SPGEMM_STAT_MOVED] (none: the plan's lists still hold every row of each bin).
+// With indptr, stats[SPGEMM_STAT_TOTAL] = indptr[hi].
 template <class I>
 __global__ void spgemm_count_bins(const long long lo, const long long hi, const long long* __restrict__ counts,
                                   const long long cap0, const long long cap1, const long long cap2,
                                   const long long cap3, signed char* __restrict__ bins,
                                   const long long* __restrict__ indptr, unsigned long long* __restrict__ stats) {
-    __shared__ unsigned long long block_counts[SPGEMM_BINS];
-    if (threadIdx.x < SPGEMM_BINS) block_counts[threadIdx.x] = 0;
+    __shared__ unsigned long long block_counts[SPGEMM_BINS + 1];  // the bins, then the moved rows
+    if (threadIdx.x <= SPGEMM_BINS) block_counts[threadIdx.x] = 0;
     __syncthreads();
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long row = lo + (long long)blockIdx.x * blockDim.x + threadIdx.x; row < hi; row += stride) {
         int bin = bins[row];
         if (counts != nullptr) {
+            const int planned = bin;
             bin = spgemm::bin_of(counts[row], cap0, cap1, cap2, cap3);
             bins[row] = (signed char)bin;
+            if (bin >= 0 && bin != planned) atomicAdd(&block_counts[SPGEMM_BINS], 1ull);
         }
         if (bin >= 0) atomicAdd(&block_counts[bin], 1ull);
     }
     __syncthreads();
     if (threadIdx.x < SPGEMM_BINS && block_counts[threadIdx.x] != 0)
         atomicAdd(&stats[threadIdx.x], block_counts[threadIdx.x]);
+    if (threadIdx.x == SPGEMM_BINS && block_counts[SPGEMM_BINS] != 0)
+        atomicAdd(&stats[SPGEMM_STAT_MOVED], block_counts[SPGEMM_BINS]);
     if (indptr != nullptr && blockIdx.x == 0 && threadIdx.x == 0) stats[SPGEMM_STAT_TOTAL] = indptr[hi];
 }
 

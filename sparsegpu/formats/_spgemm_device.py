@@ -1,7 +1,7 @@
 """The GPU phases of ``spgemm`` (kernels/spgemm.cu; the rules are the NumPy reference's,
 sparsegpu/reference/spgemm.py). One call on a product of one row block synchronises with the
 host three times at most: the plan's totals, the output's size with the numeric bins, and (without
-a semiring) the entries left after dropping zeros.
+a semiring) the number of entries equal to zero, one word.
 
 1. Plan (``spgemm_plan``, one launch): each row's products, entry bound, bin and working-memory
    cost, and the totals (rows per bin, cost, wide rows' products) in a small stats array; it
@@ -11,13 +11,14 @@ a semiring) the entries left after dropping zeros.
 2. Symbolic: the hash kernels (bounds up to 2048) and the wide-row kernel (past them) write each
    row's count into one array of all rows and a spare zero.
 3. Pointers: one exclusive scan of the counts. The numeric bins (``spgemm_count_bins``, rows
-   rebinned by their exact count) and the output size come back in one read; the output is
-   allocated once, and a product that cannot fit raises MemoryError before it is allocated.
-   Every block writes its rows in place.
+   rebinned by their exact count), the rows whose bin moved and the output size come back in
+   one read; rows are listed again only when some moved (else the plan's lists serve). The
+   output is allocated once, and a product that cannot fit raises MemoryError before it is
+   allocated. Every block writes its rows in place.
 4. Numeric: the same kernels fill each row at its pointer, and (without a semiring) write each
-   row's entries that are not zero over its count.
-5. Without a semiring, entries equal to zero are dropped: a scan of those counts, and a
-   compaction (``spgemm_drop_zeros``) only when some entry is zero.
+   row's entries that are not zero over its count and add the others to one stats word.
+5. Without a semiring, entries equal to zero are dropped: when that word (read back) is not
+   zero, a scan of the counts and a compaction (``spgemm_drop_zeros``); else nothing.
 
 Wide rows: one block per row marks its columns in a bitmap of n_cols bits (the columns come out
 sorted by a scan of its words, the values are folded straight into the output at each column's
@@ -70,8 +71,13 @@ WIDE_SHARED_BYTES = 96 * 1024
 #: Blocks of the wide kernel at most when its bitmaps live in global scratch.
 WIDE_GRID = 1024
 #: kernels/spgemm.cu's stats layout: rows per bin, then these counters, then one cursor per bin.
-STAT_COST, STAT_WIDE_PRODUCTS, STAT_PRODUCTS, STAT_TOTAL, STAT_CURSOR = 5, 6, 7, 8, 9
+STAT_COST, STAT_WIDE_PRODUCTS, STAT_PRODUCTS, STAT_TOTAL, STAT_MOVED, STAT_ZEROS, STAT_CURSOR = range(5, 12)
 STATS = STAT_CURSOR + N_BINS
+#: The block kernels' fold (kernels/spgemm.cu fold_in_order): a round's warps take turns when
+#: more than this many of its leaders per warp find their slot's mark byte already marked (a
+#: slot spread over many warps: few columns); below, the lowest warp holding a slot folds it
+#: alone. Any value gives the same bits; -1: always turns, a large value: never.
+FOLD_TURNS = 1
 PLAN_BLOCK = 256
 #: Blocks of the grid-stride planning kernels at most (enough to fill any current GPU).
 PLAN_GRID = 1024
@@ -183,11 +189,13 @@ class _Device:
         self.kernel("spgemm_list_rows<{I}>")(
             (_grid(hi - lo, PLAN_BLOCK),), (PLAN_BLOCK,), (np.int64(lo), np.int64(hi), bins, bin_rows, cursors, lists))
 
-    def rows(self, bin_id: int, numeric: bool, rows: Any, indptr: Any, counts: Any, out: tuple[Any, Any]) -> None:
+    def rows(self, bin_id: int, numeric: bool, rows: Any, indptr: Any, counts: Any, out: tuple[Any, Any],
+             stats: Any = NULL_POINTER) -> None:
         """Launch the kernel of ``bin_id`` over the listed rows: symbolic, the counts; numeric,
-        the entries (and the kept counts unless ``counts`` is null)."""
+        the entries (and, unless ``counts`` is null, the kept counts and the zeros added to
+        ``stats[STAT_ZEROS]``)."""
         if bin_id == WIDE_BIN:
-            self._wide(numeric, rows, indptr, counts, out)
+            self._wide(numeric, rows, indptr, counts, out, stats)
             return
         _, threads, table = HASH_BINS[bin_id]
         groups = WARP_GROUPS if threads == 32 else 1
@@ -198,9 +206,9 @@ class _Device:
             kernel = allow_dynamic_shared(kernel, shared, "spgemm's hash kernel")
         kernel((blocks_for(rows.size, groups),), (threads * groups,),
                (np.int64(rows.size), rows, indptr, counts, *self.a, *self.b, self.mask[0], self.mask[1],
-                self.complement, out[0], out[1]), shared_mem=shared)
+                self.complement, out[0], out[1], stats, np.int32(FOLD_TURNS)), shared_mem=shared)
 
-    def _wide(self, numeric: bool, rows: Any, indptr: Any, counts: Any, out: tuple[Any, Any]) -> None:
+    def _wide(self, numeric: bool, rows: Any, indptr: Any, counts: Any, out: tuple[Any, Any], stats: Any) -> None:
         """Launch ``spgemm_wide``: one block per row with the bitmap in shared memory, else at
         most WIDE_GRID blocks, each with its slice of a zeroed global scratch."""
         in_shared = wide_scratch_bytes(self.n) == 0
@@ -213,7 +221,8 @@ class _Device:
             kernel = allow_dynamic_shared(kernel, shared, "spgemm's wide-row kernel")
         kernel((grid,), (WIDE_THREADS,),
                (np.int64(rows.size), rows, indptr, counts, *self.a, *self.b, self.mask[0], self.mask[1],
-                self.complement, out[0], out[1], np.int64(self.n), scratch), shared_mem=shared)
+                self.complement, out[0], out[1], np.int64(self.n), scratch, stats, np.int32(FOLD_TURNS)),
+               shared_mem=shared)
 
     def drop_zeros(self, indptr: Any, kept_ptr: Any, indices: Any, data: Any, out: tuple[Any, Any]) -> None:
         m = indptr.size - 1
@@ -249,7 +258,8 @@ def device_spgemm(a: Any, b: Any, shape: tuple[int, int], semiring: Semiring | N
     if plan[WIDE_BIN] and n > INT32_MAX:  # the wide kernel's ranks are int
         raise ValueError(f"B has {n:,} columns; on the GPU, rows of more than {CAPACITIES[-1]} products need "
                          f"fewer than 2**31")
-    budget = _budget(max_bytes, device.backend)
+    available = _validate.available_bytes(device.backend)
+    budget = max_bytes if max_bytes is not None else max(1, available // 2)
     blocks = [0, m] if int(plan[STAT_COST]) <= budget else reference.row_blocks(to_host(costs), budget).tolist()
     del costs
     single = len(blocks) == 2
@@ -258,26 +268,42 @@ def device_spgemm(a: Any, b: Any, shape: tuple[int, int], semiring: Semiring | N
         _launch_bins(device, False, sizes, starts, lists, NULL_POINTER, counts, (NULL_POINTER, NULL_POINTER))
     indptr = primitives.exclusive_scan(counts)
     if single:
-        sizes, starts = _list_block(device, 0, m, counts, bins, indptr, lists, stats[STATS:])
-        total = int(sizes[-1])
+        sizes, starts, total = _numeric_lists(device, m, counts, bins, indptr, lists, plan, stats[STATS:])
     else:
         total = int(indptr[-1])
-    indices, data = _allocate(device, total)
-    kept = counts if semiring is None else NULL_POINTER  # the numeric kernels count kept entries over the counts
+    indices, data = _allocate(device, total, available)
+    # Without a semiring the numeric kernels count kept entries over the counts, zeros in the plan's stats.
+    kept, zeros = (counts, stats) if semiring is None else (NULL_POINTER, NULL_POINTER)
     for lo, hi in pairwise(blocks):
         if not single:
             sizes, starts = _list_block(device, lo, hi, counts, bins, None, lists)
-        _launch_bins(device, True, sizes, starts, lists, indptr, kept, (indices, data))
+        _launch_bins(device, True, sizes, starts, lists, indptr, kept, (indices, data), zeros)
     del lists, bins
-    return _drop_zeros(device, indptr, indices, data, counts, total) if semiring is None else (indptr, indices, data)
+    if semiring is not None:
+        return indptr, indices, data
+    return _drop_zeros(device, indptr, indices, data, counts, total, stats[STAT_ZEROS:STAT_ZEROS + 1])
 
 
 def _launch_bins(device: _Device, numeric: bool, sizes: list[int], starts: list[int], lists: Any, indptr: Any,
-                 counts: Any, out: tuple[Any, Any]) -> None:
+                 counts: Any, out: tuple[Any, Any], stats: Any = NULL_POINTER) -> None:
     """One phase's kernel for every bin with rows."""
     for bin_id in range(N_BINS):
         if sizes[bin_id]:
-            device.rows(bin_id, numeric, lists[starts[bin_id]:starts[bin_id + 1]], indptr, counts, out)
+            device.rows(bin_id, numeric, lists[starts[bin_id]:starts[bin_id + 1]], indptr, counts, out, stats)
+
+
+def _numeric_lists(device: _Device, m: int, counts: Any, bins: Any, indptr: Any, lists: Any, plan: np.ndarray,
+                   stats: Any) -> tuple[list[int], list[int], int]:
+    """One block's numeric bins (rows rebinned by their exact count) and output total, in one
+    read of ``stats`` (zeroed scratch of STATS). When no row of some entry changes bin, the
+    plan's lists and sizes serve as they are (a row left without entries computes nothing);
+    else the rows are listed again. Returns (rows per bin, starts in ``lists``, total)."""
+    device.count_bins(0, m, counts, bins, indptr, stats)
+    host = to_host(stats)  # sync: the numeric bins, the moved rows and the total
+    if not host[STAT_MOVED]:
+        return (*_bin_sizes(plan), int(host[STAT_TOTAL]))
+    device.list_rows(0, m, bins, stats, stats[STAT_CURSOR:], lists)
+    return (*_bin_sizes(host), int(host[STAT_TOTAL]))
 
 
 def _list_block(device: _Device, lo: int, hi: int, counts: Any, bins: Any, indptr: Any, lists: Any,
@@ -294,11 +320,14 @@ def _list_block(device: _Device, lo: int, hi: int, counts: Any, bins: Any, indpt
     return (sizes + [int(host[STAT_TOTAL])] if indptr is not None else sizes), starts
 
 
-def _allocate(device: _Device, total: int) -> tuple[Any, Any]:
-    """The output's indices and data, after checking that they fit (MemoryError otherwise)."""
+def _allocate(device: _Device, total: int, available: int) -> tuple[Any, Any]:
+    """The output's indices and data, after checking that they fit (MemoryError otherwise).
+    ``available``: the memory measured before the plan; within half of it the product fits
+    without asking again (the phases since hold a few arrays of rows)."""
     xp = device.cupy
     nbytes = total * (device.index_dtype.itemsize + device.dtype.itemsize)
-    available = _validate.available_bytes(device.backend)
+    if nbytes > available // 2:
+        available = _validate.available_bytes(device.backend)
     if nbytes > available:
         raise MemoryError(f"spgemm: the product has {total:,} entries ({nbytes / 2**30:,.3g} GiB of indices and "
                           f"values), more than the {available / 2**30:,.3g} GiB of memory available")
@@ -307,15 +336,17 @@ def _allocate(device: _Device, total: int) -> tuple[Any, Any]:
     return xp.empty(total, device.index_dtype), xp.empty(total, device.dtype)
 
 
-def _drop_zeros(device: _Device, indptr: Any, indices: Any, data: Any, kept: Any, total: int) -> tuple[Any, Any, Any]:
+def _drop_zeros(device: _Device, indptr: Any, indices: Any, data: Any, kept: Any, total: int,
+                zeros: Any) -> tuple[Any, Any, Any]:
     """The CSR without entries equal to zero (SciPy's rule for the arithmetic product); ``kept``
-    holds each row's entries that are not zero (the numeric kernels' counts) and a last zero."""
+    holds each row's entries that are not zero (the numeric kernels' counts) and a last zero,
+    ``zeros`` (one word) the entries equal to zero: none, and nothing more is launched."""
     if total == 0:
         return indptr, indices, data
-    kept_ptr = primitives.exclusive_scan(kept)
-    remaining = int(kept_ptr[-1])  # sync: the entries left
-    if remaining == total:
+    dropped = int(to_host(zeros)[0])  # sync: the entries equal to zero
+    if dropped == 0:
         return indptr, indices, data
-    out = device.cupy.empty(remaining, indices.dtype), device.cupy.empty(remaining, data.dtype)
+    kept_ptr = primitives.exclusive_scan(kept)
+    out = device.cupy.empty(total - dropped, indices.dtype), device.cupy.empty(total - dropped, data.dtype)
     device.drop_zeros(indptr, kept_ptr, indices, data, out)
     return kept_ptr, out[0], out[1]

@@ -232,17 +232,44 @@ def chunk_products(b_lengths: np.ndarray, threads: int) -> tuple[np.ndarray, np.
     return np.asarray(entries, dtype=np.int64), np.asarray(offsets, dtype=np.int64)
 
 
-def fold_order(slots: np.ndarray, threads: int, touch: int, exact: bool) -> list[int]:
+def round_spans(lanes: dict[int, dict[int, list[int]]], touch: int) -> int:
+    """A round's spans as ``fold_in_order`` counts them: leaders (one per slot and warp holding
+    it) that find the slot's mark byte (``slot % touch``) already marked, i.e. leaders minus the
+    distinct bytes marked, whatever order the marks land in.
+
+    >>> round_spans({3: {0: [0], 1: [40]}, 7: {1: [33]}}, 4)
+    2
+    """
+    leaders = sum(len(held) for held in lanes.values())
+    return leaders - len({s % touch for s in lanes})
+
+
+def takes_turns(lanes: dict[int, dict[int, list[int]]], threads: int, touch: int, turns: int) -> bool:
+    """Whether ``fold_in_order`` folds a round (``lanes``: slot -> warp -> lanes) in warp turns:
+    several warps, and more than ``turns`` spans per warp (:func:`round_spans`).
+
+    >>> takes_turns({3: {0: [0], 1: [40], 2: [64], 3: [96]}}, 128, 2048, 0)
+    True
+    """
+    return threads > 32 and round_spans(lanes, touch) > turns * (threads // 32)
+
+
+def fold_order(slots: np.ndarray, threads: int, touch: int, exact: bool, turns: int = 1) -> list[int]:
     """The order in which a group of ``threads`` folds products whose slots (sorted positions,
     -1: not folded) are ``slots`` in visiting order, as the kernels' ``fold_in_order`` does.
     Rounds of ``threads`` products; in each warp the lanes of one slot are peers, led by the
     lowest. One warp: each leader folds its peers in lane order. Several: each leader marks its
-    warp in byte ``slot % touch``; the leader of the lowest warp holding the slot (``exact``,
-    slots below ``touch``: the lowest marked; else the lowest whose lanes hold the slot) folds
-    its peers, then the slot's lanes of every later marked warp. Slots are independent, so the
-    returned list of product indices is one valid serialisation of the group's folds.
+    warp in byte ``slot % touch``. A round of more than ``turns`` spans per warp
+    (:func:`round_spans`: a slot's lanes spread over many warps) folds in warp turns: warp by
+    warp, each leader its peers. Otherwise the leader of the lowest warp holding the slot
+    (``exact``, slots below ``touch``: the lowest marked; else the lowest whose lanes hold the
+    slot) folds its peers, then the slot's lanes of every later marked warp. Slots are
+    independent, so the returned list of product indices is one valid serialisation of the
+    group's folds; each slot's products come in product order either way.
 
     >>> fold_order(np.array([5, 7, 5] * 22), 64, 4, False)[:4]
+    [0, 2, 3, 5]
+    >>> fold_order(np.array([5, 7, 5] * 22), 64, 4, False, turns=0)[:4]
     [0, 2, 3, 5]
     """
     order: list[int] = []
@@ -252,26 +279,41 @@ def fold_order(slots: np.ndarray, threads: int, touch: int, exact: bool) -> list
         for t in range(base, min(base + threads, len(listed))):
             if listed[t] >= 0:
                 lanes.setdefault(listed[t], {}).setdefault((t - base) // 32, []).append(t)
-        marks: dict[int, int] = {}
-        for s, held in lanes.items():
-            for w in held:
-                marks[s % touch] = marks.get(s % touch, 0) | 1 << w
-        for s, held in lanes.items():
-            for w in held:  # the leader of each warp holding s
-                marked = marks[s % touch] if threads > 32 else 1 << w
-                below = [v for v in range(w) if marked >> v & 1]
-                if below if exact else any(v in held for v in below):
-                    continue
-                for v in range(w, threads // 32):
-                    if marked >> v & 1:
-                        order.extend(held.get(v, []))
+        if takes_turns(lanes, threads, touch, turns):
+            order.extend(_warp_turns(lanes, threads))
+        else:
+            order.extend(_lowest_warp_folds(lanes, threads, touch, exact))
+    return order
+
+
+def _warp_turns(lanes: dict[int, dict[int, list[int]]], threads: int) -> list[int]:
+    """One round in warp turns: warp 0's leaders fold their peers, then warp 1's, and so on."""
+    return [t for w in range(threads // 32) for held in lanes.values() for t in held.get(w, [])]
+
+
+def _lowest_warp_folds(lanes: dict[int, dict[int, list[int]]], threads: int, touch: int, exact: bool) -> list[int]:
+    """One round folded by each slot's lowest warp (:func:`fold_order`)."""
+    order: list[int] = []
+    marks: dict[int, int] = {}
+    for s, held in lanes.items():
+        for w in held:
+            marks[s % touch] = marks.get(s % touch, 0) | 1 << w
+    for s, held in lanes.items():
+        for w in held:  # the leader of each warp holding s
+            marked = marks[s % touch] if threads > 32 else 1 << w
+            below = [v for v in range(w) if marked >> v & 1]
+            if below if exact else any(v in held for v in below):
+                continue
+            for v in range(w, threads // 32):
+                if marked >> v & 1:
+                    order.extend(held.get(v, []))
     return order
 
 
 def _fold(slots: np.ndarray, products: np.ndarray, values: np.ndarray, add: Any, threads: int, touch: int,
-          exact: bool) -> None:
+          exact: bool, turns: int = 1) -> None:
     """values[slot] folded with each product in :func:`fold_order`, in place."""
-    for t in fold_order(slots, threads, touch, exact):
+    for t in fold_order(slots, threads, touch, exact, turns):
         s = int(slots[t])
         values[s] = add(np.asarray([values[s]]), np.asarray([products[t]], dtype=values.dtype))[0]
 
@@ -291,11 +333,11 @@ def _walked_products(row: int, a: Csr, b: Csr, mask: Pattern | None, complement:
 
 
 def hash_row(row: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, mask: Pattern | None,
-             complement: bool, threads: int, table: int) -> tuple[np.ndarray, np.ndarray]:
+             complement: bool, threads: int, table: int, turns: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """One row as a hash kernel group computes it: products walked by :func:`chunk_products`,
     columns inserted in a ``table``-slot linear-probing table (the kernels' hash), keys sorted,
-    each entry folded from the identity in :func:`fold_order` (a mark byte per entry). Returns
-    (columns, values)."""
+    each entry folded from the identity in :func:`fold_order` (a mark byte per entry; ``turns``
+    its rule). Returns (columns, values)."""
     a_data, b_data = a[2], b[2]
     lo, entries, q, cols, keep = _walked_products(row, a, b, mask, complement, threads)
     slots = np.full(table, -1, dtype=np.int64)
@@ -309,7 +351,7 @@ def hash_row(row: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, m
     position = {int(key): s for s, key in enumerate(keys)}
     products = np.asarray(mul(a_data[lo + entries], b_data[q]), dtype=a_data.dtype) if q.size else q
     slots = np.array([position[int(col)] if allowed else -1 for col, allowed in zip(cols, keep)], dtype=np.int64)
-    _fold(slots, np.broadcast_to(products, cols.shape), values, add, threads, table // 2, True)
+    _fold(slots, np.broadcast_to(products, cols.shape), values, add, threads, table // 2, True, turns)
     return keys, values
 
 
@@ -351,12 +393,14 @@ def warp_row(row: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, m
 
 
 def wide_row(row: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, mask: Pattern | None,
-             complement: bool, n_cols: int, threads: int, touch: int = 2048) -> tuple[np.ndarray, np.ndarray]:
+             complement: bool, n_cols: int, threads: int, touch: int = 2048,
+             turns: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """One row as the wide kernel computes it: products walked by :func:`chunk_products`, their
     columns marked in a bitmap of ``n_cols`` bits (32-bit words), each word's rank prefix from a
     scan of the words' set bits, the columns read off the bitmap in order, and each value folded
     from the identity at rank(column) = prefix[word] + the set bits below it in its word, in
-    :func:`fold_order` (ranks share mark bytes modulo ``touch``). Returns (columns, values).
+    :func:`fold_order` (ranks share mark bytes modulo ``touch``; ``turns`` its rule). Returns
+    (columns, values).
 
     >>> a = (np.array([0, 2]), np.array([0, 1]), np.array([1.0, 2.0]))
     >>> b = (np.array([0, 2, 3]), np.array([40, 3, 40]), np.array([1.0, 1.0, 1.0]))
@@ -374,7 +418,7 @@ def wide_row(row: int, a: Csr, b: Csr, add: Any, mul: Callable, identity: Any, m
     values = np.full(columns.size, identity, dtype=a_data.dtype)
     products = np.asarray(mul(a_data[lo + entries], b_data[q]), dtype=a_data.dtype) if q.size else q
     slots = np.where(keep, prefix[cols >> 5] + below[cols >> 5, cols & 31], -1) if cols.size else cols
-    _fold(slots, np.broadcast_to(products, cols.shape), values, add, threads, touch, False)
+    _fold(slots, np.broadcast_to(products, cols.shape), values, add, threads, touch, False, turns)
     return columns, values
 
 

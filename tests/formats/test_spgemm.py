@@ -409,20 +409,66 @@ def test_warp_row_in_registers_matches_the_reference_bitwise(rng, semiring):
                 assert got[1].tobytes() == expected[2][lo:hi].tobytes()
 
 
+NEVER_TURNS = 2**30  # a fold_turns no round exceeds: the lowest warp always folds
+
+
 @pytest.mark.parametrize("threads", [32, 128, 256])
 def test_fold_order_folds_each_slot_in_product_order(rng, threads):
-    # The kernels' fold without warps taking turns: per round, the lowest warp holding a slot
-    # folds it across the round's warps. Every product once, each slot's in product order,
-    # whether mark bytes are per slot (exact) or shared by slots modulo a small table.
-    for n_slots, touch, exact in ((40, 64, True), (2000, 2048, True), (300, 4, False), (3000, 2048, False)):
+    # The kernels' fold: per round, either the lowest warp holding a slot folds it across the
+    # round's warps, or the warps take turns. Every product once, each slot's in product order,
+    # whether mark bytes are per slot (exact) or shared by slots modulo a small table, and
+    # whichever way the rule goes (always turns, the default, never).
+    for n_slots, touch, exact in ((40, 64, True), (2000, 2048, True), (300, 4, False), (3000, 2048, False),
+                                  (3, 64, True), (5, 4, False)):
         slots = rng.integers(-1, n_slots, 5 * threads + 17)
-        order = np.asarray(ref.fold_order(slots, threads, touch, exact))
-        assert np.array_equal(np.sort(order), np.flatnonzero(slots >= 0))
-        for s in np.unique(slots[slots >= 0]):
-            assert np.all(np.diff(order[slots[order] == s]) > 0)
+        for turns in (-1, 0, _spgemm.FOLD_TURNS, 4, NEVER_TURNS):
+            order = np.asarray(ref.fold_order(slots, threads, touch, exact, turns))
+            assert np.array_equal(np.sort(order), np.flatnonzero(slots >= 0))
+            for s in np.unique(slots[slots >= 0]):
+                assert np.all(np.diff(order[slots[order] == s]) > 0)
     if threads > 32:  # the exact shortcut needs a byte per slot: shared bytes lose products
         slots = rng.integers(0, 300, 5 * threads)
-        assert len(ref.fold_order(slots, threads, 4, True)) < slots.size
+        assert len(ref.fold_order(slots, threads, 4, True, NEVER_TURNS)) < slots.size
+
+
+def round_lanes(slots, threads, base=0):
+    """slot -> warp -> lanes of the round of ``threads`` products from ``base``."""
+    lanes = {}
+    for t in range(base, min(base + threads, slots.size)):
+        lanes.setdefault(int(slots[t]), {}).setdefault((t - base) // 32, []).append(t)
+    return lanes
+
+
+@pytest.mark.parametrize("threads", [128, 256])
+def test_fold_rule_turns_for_few_columns_only(rng, threads):
+    # Rounds whose slots spread over many warps (few columns) fold in warp turns; rounds of
+    # distinct columns (no spans) fold by each slot's lowest warp; the rule's threshold decides
+    # between. Few columns: the two orders differ, so the order shows which side was taken.
+    warps = threads // 32
+    few = rng.integers(0, 4, 3 * threads)  # every warp holds every slot: 4 (warps - 1) spans
+    distinct = rng.permutation(3 * threads)  # no slot twice: no spans
+    pairs = rng.permutation(np.repeat(np.arange(3 * threads // 2), 2))  # some slots in two warps
+    for slots, touch, exact in ((few, 2048, True), (few, 4, False), (distinct, 2048, True), (pairs, 2048, True),
+                                (pairs, 16, False)):
+        for base in range(0, slots.size, threads):
+            lanes = round_lanes(slots, threads, base)
+            spans = ref.round_spans(lanes, touch)
+            assert (spans == 0) == (slots is distinct and touch == 2048)
+            for turns in (-1, 0, 1, 2, 3, 4, NEVER_TURNS):
+                assert ref.takes_turns(lanes, threads, touch, turns) == (spans > turns * warps)
+            if slots is not pairs:
+                assert ref.takes_turns(lanes, threads, touch, _spgemm.FOLD_TURNS) == (slots is few)
+    always, never = (ref.fold_order(few, threads, 2048, True, t) for t in (-1, NEVER_TURNS))
+    assert always != never
+    assert ref.fold_order(few, threads, 2048, True, _spgemm.FOLD_TURNS) == always
+    assert ref.fold_order(few, threads, 2048, True, 4) == never  # fewer than 4 spans per warp
+    assert not ref.takes_turns(round_lanes(few, 32), 32, 2048, -1)  # one warp never takes turns
+
+
+def test_round_spans_count_leaders_beyond_the_first_per_byte():
+    lanes = {0: {0: [0, 1], 1: [32]}, 4: {1: [33]}, 9: {0: [2], 1: [40], 2: [64]}}
+    assert ref.round_spans(lanes, 2048) == 3  # slot 0 in 2 warps, slot 9 in 3
+    assert ref.round_spans(lanes, 4) == 4  # slots 0 and 4 share byte 0
 
 
 def test_reference_folds_each_entry_in_product_order(rng):
@@ -459,6 +505,7 @@ class EmulatedKernels:
         self.rng = rng or np.random.default_rng(0)
         self.launches: list[str] = []
         self.wide_grids: list[tuple[int, bool]] = []
+        self.fold_turns: list[int] = []
 
     def __call__(self, template):
         name = template.split("<")[0]
@@ -501,7 +548,9 @@ class EmulatedKernels:
         lo, hi, counts, *caps, bins, indptr, stats = args
         lo, hi = int(lo), int(hi)
         if not isinstance(counts, np.uint64):
+            planned = bins[lo:hi].copy()
             bins[lo:hi] = ref.bin_rows(counts[lo:hi], tuple(int(c) for c in caps))
+            stats[_spgemm.STAT_MOVED] += np.uint64(np.count_nonzero((bins[lo:hi] >= 0) & (bins[lo:hi] != planned)))
         block = bins[lo:hi]
         stats[:len(caps) + 1] += np.bincount(block[block >= 0], minlength=len(caps) + 1).astype(np.uint64)
         if not isinstance(indptr, np.uint64):
@@ -524,7 +573,10 @@ class EmulatedKernels:
         assert np.array_equal(kept_ptr, np.concatenate([[0], np.cumsum(keep)])[indptr])
 
     def rows(self, threads, table, numeric, args):
-        n_rows, rows, indptr, counts, *operands, m_indptr, m_indices, complement, c_indices, c_data = args
+        (n_rows, rows, indptr, counts, *operands, m_indptr, m_indices, complement, c_indices, c_data, stats,
+         fold_turns) = args
+        assert fold_turns == _spgemm.FOLD_TURNS and isinstance(fold_turns, np.int32)
+        self.fold_turns.append(int(fold_turns))
         a, b = tuple(operands[:3]), tuple(operands[3:])
         add, mul, identity = self.parts(a[2].dtype)
         mask = self.mask_of(m_indptr, m_indices)
@@ -532,27 +584,32 @@ class EmulatedKernels:
             row = int(rows[r])
             small = ref.warp_row(row, a, b, add, mul, identity, mask, bool(complement)) if threads == 32 else None
             keys, values = small or ref.hash_row(row, a, b, add, mul, identity, mask, bool(complement), threads,
-                                                 table)
+                                                 table, int(fold_turns))
             assert keys.size <= table // 2  # what the bin promises the kernel
-            self.write_row(numeric, row, keys, values, indptr, counts, c_indices, c_data)
+            self.write_row(numeric, row, keys, values, indptr, counts, c_indices, c_data, stats)
 
     @staticmethod
-    def write_row(numeric, row, keys, values, indptr, counts, c_indices, c_data):
-        """Symbolic: the count; numeric: the entries, and the nonzero count unless counts is null."""
+    def write_row(numeric, row, keys, values, indptr, counts, c_indices, c_data, stats):
+        """Symbolic: the count; numeric: the entries, and unless counts is null the nonzero
+        count and the zeros added to stats[STAT_ZEROS]."""
         if numeric:
             assert indptr[row + 1] - indptr[row] == keys.size  # the symbolic count
             c_indices[indptr[row]:indptr[row] + keys.size] = keys
             c_data[indptr[row]:indptr[row] + keys.size] = values
             if not isinstance(counts, np.uint64):
                 counts[row] = np.count_nonzero(values)
+                stats[_spgemm.STAT_ZEROS] += np.uint64(keys.size - counts[row])
         else:
+            assert isinstance(stats, np.uint64)
             counts[row] = keys.size
 
     def wide(self, numeric, grid, threads, shared_mem, args):
         """spgemm_wide: block g takes rows[g], rows[g + grid], ...; its bitmap (2 words per 32
         columns) in shared memory, or its slice of the scratch, zero on entry and left zero."""
         (n_rows, rows, indptr, counts, *operands, m_indptr, m_indices, complement, c_indices, c_data, n_cols,
-         scratch) = args
+         scratch, stats, fold_turns) = args
+        assert fold_turns == _spgemm.FOLD_TURNS and isinstance(fold_turns, np.int32)
+        self.fold_turns.append(int(fold_turns))
         a, b = tuple(operands[:3]), tuple(operands[3:])
         add, mul, identity = self.parts(a[2].dtype)
         words = -(-int(n_cols) // 32)
@@ -566,9 +623,10 @@ class EmulatedKernels:
             for r in range(g, int(n_rows), grid):
                 row = int(rows[r])
                 keys, values = ref.wide_row(row, a, b, add, mul, identity, self.mask_of(m_indptr, m_indices),
-                                            bool(complement), int(n_cols), threads, _spgemm.WIDE_TOUCH)
+                                            bool(complement), int(n_cols), threads, _spgemm.WIDE_TOUCH,
+                                            int(fold_turns))
                 assert keys.size == 0 or keys[-1] < n_cols
-                self.write_row(numeric, row, keys, values, indptr, counts, c_indices, c_data)
+                self.write_row(numeric, row, keys, values, indptr, counts, c_indices, c_data, stats)
 
 
 @pytest.mark.parametrize("semiring", [None, sr.plus_times, sr.min_plus, sr.plus_pair], ids=lambda s: getattr(s, "name", "scipy"))
@@ -614,8 +672,8 @@ def test_device_host_code_every_dtype(rng, dtype, index_dtype, monkeypatch):
 
 
 def test_device_host_code_few_reads_and_blocks_in_place(rng, monkeypatch):
-    # One block without wide rows: two stats reads and the zero count; no wide launch. Many blocks:
-    # the rows written in place into one output, bitwise the one-block result.
+    # One block without wide rows: two stats reads and the word of zeros; no wide launch. Many
+    # blocks: the rows written in place into one output, bitwise the one-block result.
     monkeypatch.setattr(_spgemm, "POISON", True)
     reads = []
     monkeypatch.setattr(_spgemm, "to_host", lambda x: reads.append(x.size) or np.array(x, copy=True))
@@ -624,7 +682,7 @@ def test_device_host_code_few_reads_and_blocks_in_place(rng, monkeypatch):
     a, b = (S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data)
     kernels = EmulatedKernels(None, rng)
     whole = _spgemm.device_spgemm(a, b, (90, 80), None, None, False, 1 << 40, xp=np, kernels=kernels)
-    assert reads == [_spgemm.STATS, _spgemm.STATS]
+    assert reads == [_spgemm.STATS, _spgemm.STATS, 1]
     assert not any(k.startswith("spgemm_wide") for k in kernels.launches)
     assert any(k.startswith("spgemm_drop_zeros") for k in kernels.launches)
     expected = scipy_product(S, T)
@@ -635,6 +693,72 @@ def test_device_host_code_few_reads_and_blocks_in_place(rng, monkeypatch):
         assert sum(k.startswith("spgemm_count_bins") for k in kernels.launches) > 4  # two per block
         for got, want in zip(blocked, whole):
             assert got.tobytes() == want.tobytes()
+
+
+def small_rows_operands(rng, n_rows=120, few=False, a_lengths=7):
+    """(S, T) with positive values (no sum is zero): every row of S @ T has 1 to 32 products
+    (S's rows below ``a_lengths`` entries, T's below 5), so it is planned and computed in the
+    warp bin; ``few``: a last row of 40 products on 4 columns, planned in the 256 bin and
+    computed in the warp bin."""
+    T = rows_of(rng, rng.integers(1, 5, 60).tolist(), 50)
+    S = rows_of(rng, rng.integers(1, a_lengths, n_rows).tolist(), 60)
+    S.data, T.data = np.abs(S.data) + 0.5, np.abs(T.data) + 0.5
+    if few:
+        T = sp.csr_array(sp.vstack([T, sp.csr_array((np.ones(40), np.tile([3, 9, 20, 30], 10), np.arange(0, 41, 4)),
+                                                    shape=(10, 50))]))
+        S.resize((n_rows, 70))
+        S = sp.csr_array(sp.vstack([S, sp.csr_array((np.ones(10), np.arange(60, 70), [0, 10]), shape=(1, 70))]))
+    return S, T
+
+
+@pytest.mark.parametrize("case", ["no-zeros", "zeros", "moved", "semiring", "emptied-by-mask"])
+def test_device_host_code_skips_what_it_does_not_need(rng, case, monkeypatch):
+    # Rows that keep their planned bin reuse the plan's lists (one listing launch); a row that
+    # moves lists them again. Without entries equal to zero (the numeric kernels' word of zeros,
+    # one read) there is no scan of the kept counts and no compaction; with some, both, and no
+    # further read. A semiring reads nothing after the numeric bins. Bitwise the reference.
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    reads, scans = [], []
+    monkeypatch.setattr(_spgemm, "to_host", lambda x: reads.append(x.size) or np.array(x, copy=True))
+    scan = _spgemm.primitives.exclusive_scan
+    monkeypatch.setattr(_spgemm.primitives, "exclusive_scan", lambda x: scans.append(x.size) or scan(x))
+    S, T = small_rows_operands(rng, few=case == "moved", a_lengths=4 if case == "zeros" else 7)
+    if case == "zeros":
+        S.data[::5] *= -1.0
+        T = sp.csr_array(sp.vstack([T, T]))  # a row of A pairs +v and -v: every product cancels
+        S = sp.csr_array(sp.hstack([S, -S]))
+    mask, complement = None, False
+    if case == "emptied-by-mask":  # complement of the row's whole product pattern: no entry left
+        pattern = structure_product(S, T)
+        keep = np.zeros(S.shape[0], bool)
+        keep[::7] = True
+        M = sp.csr_array(sp.diags_array(keep.astype(np.float64)) @ pattern)
+        M.eliminate_zeros()
+        M.sort_indices()  # the pattern's rows sorted, as spgemm passes masks
+        mask, complement = (M.indptr, M.indices), True
+    semiring = sr.plus_times if case == "semiring" else None
+    m, n = S.shape[0], T.shape[1]
+    a, b = (S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data)
+    kernels = EmulatedKernels(semiring, rng)
+    got = _spgemm.device_spgemm(a, b, (m, n), semiring, mask, complement, 1 << 40, xp=np, kernels=kernels)
+    expected = ref.csr_spgemm(a, b, np.add, np.multiply, 0.0, n_cols=n, mask=mask, complement=complement,
+                              drop_zero_values=semiring is None)
+    for g, e in zip(got, expected):
+        assert g.astype(e.dtype).tobytes() == e.tobytes()
+    lists = sum(k.startswith("spgemm_list_rows") for k in kernels.launches)
+    dropped = any(k.startswith("spgemm_drop_zeros") for k in kernels.launches)
+    assert lists == (2 if case == "moved" else 1)
+    assert reads == [_spgemm.STATS, _spgemm.STATS] + ([] if semiring else [1])
+    assert len(scans) == (2 if case == "zeros" else 1) and dropped == (case == "zeros")
+    numeric = {k.split(",")[3].strip() for k in kernels.launches if k.startswith("spgemm_rows") and "true" in k}
+    assert numeric == {"32"}
+    if case == "moved":
+        symbolic = {k.split(",")[3].strip() for k in kernels.launches if k.startswith("spgemm_rows") and "false" in k}
+        assert symbolic == {"32", "128"}
+    if case == "zeros":
+        assert got[1].size < structure_product(S, T).nnz
+    if case == "emptied-by-mask":
+        assert np.count_nonzero(np.diff(got[0]) == 0) >= m // 7
 
 
 @pytest.mark.parametrize("semiring", [None, sr.plus_times, sr.min_plus, sr.plus_pair], ids=lambda s: getattr(s, "name", "scipy"))
@@ -897,3 +1021,150 @@ def test_gpu_warp_rows_in_registers_bitwise(rng, semiring, monkeypatch):
     P.data *= 10.0 ** rng.integers(-8, 8, P.nnz)
     got = spgemm(sparsegpu.from_scipy(P, backend="gpu"), sparsegpu.from_scipy(T, backend="gpu"), semiring=semiring)
     assert_bitwise(got, bitwise_reference(P, T, semiring))
+
+
+# --------------------------------------------------------------------------- the fold's rule and fixed costs
+
+
+def few_column_operands(rng, n_cols, n_rows=40, a_lengths=None):
+    """(S, T): T's 300 rows of 20 to 80 entries within ``n_cols`` columns, S's ``n_rows`` rows of
+    10 to 60 entries (or ``a_lengths``): rows of thousands of products on at most ``n_cols``
+    columns (many per entry), values of many magnitudes so that any other summation order shows
+    in the bits."""
+    T = rows_of(rng, rng.integers(20, min(80, n_cols), 300).tolist(), n_cols)
+    lengths = rng.integers(10, 60, n_rows).tolist() if a_lengths is None else a_lengths
+    S = rows_of(rng, lengths, 300)
+    S.data *= 10.0 ** rng.integers(-8, 8, S.nnz)
+    return S, T
+
+
+@requires_matrices
+def test_hash_rows_of_a_real_few_column_matrix_bitwise_every_rule(rng):
+    # ani4_amd_chol's rows of many products per entry: most rounds span every warp, so the rule
+    # takes turns; bitwise the reference whichever way it goes.
+    S = sp.csr_array(datasets.load_matrix("ani4_amd_chol"))
+    S.data = rng.uniform(0.5, 2.0, S.nnz) * 10.0 ** rng.integers(-8, 8, S.nnz)
+    a = (S.indptr, S.indices, S.data)
+    counts = np.diff(sp.csr_array(structure_product(S, S)).indptr)
+    products = ref.upper_bounds(S.indptr, S.indices, S.indptr)
+    bins = ref.bin_rows(counts, _spgemm.CAPACITIES)
+    rows = [int(r) for b in (1, 2) for r in rng.choice(np.flatnonzero((bins == b) & (products < 4000)), 2)]
+    expected = ref.csr_spgemm(a, a, np.add, np.multiply, 0.0, n_cols=S.shape[1])
+    turned = 0
+    for row in rows:
+        _, threads, table = _spgemm.HASH_BINS[bins[row]]
+        lo, hi = expected[0][row], expected[0][row + 1]
+        for turns in (-1, _spgemm.FOLD_TURNS, NEVER_TURNS):
+            keys, values = ref.hash_row(row, a, a, np.add, np.multiply, 0.0, None, False, threads, table, turns)
+            assert np.array_equal(keys, expected[1][lo:hi]) and values.tobytes() == expected[2][lo:hi].tobytes()
+        _, _, _, cols, _ = ref._walked_products(row, a, a, None, False, threads)
+        slots = np.searchsorted(np.unique(cols), cols)
+        turned += sum(ref.takes_turns(round_lanes(slots, threads, base), threads, table // 2, _spgemm.FOLD_TURNS)
+                      for base in range(0, slots.size, threads))
+    assert turned > 0
+
+
+@pytest.mark.parametrize("semiring", [sr.plus_times, sr.min_plus], ids=lambda s: s.name)
+def test_few_column_rows_on_emulated_kernels_every_rule(rng, semiring, monkeypatch):
+    # Rows of many products per entry in every block bin and wide, through the GPU path's host
+    # code, for each side of the fold's rule: the same bits as the reference.
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    S, T = few_column_operands(rng, 3000, a_lengths=[4, 8, 20, 40, 60, 150])
+    a, b = (S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data)
+    expected = ref.csr_spgemm(a, b, semiring.add.ufunc, semiring.mul.apply, semiring.identity(np.float64),
+                              n_cols=T.shape[1])
+    for turns in (-1, 1, NEVER_TURNS):
+        monkeypatch.setattr(_spgemm, "FOLD_TURNS", turns)
+        kernels = EmulatedKernels(semiring, rng)
+        got = _spgemm.device_spgemm(a, b, S.shape[:1] + T.shape[1:], semiring, None, False, 1 << 40, xp=np,
+                                    kernels=kernels)
+        assert kernels.fold_turns and set(kernels.fold_turns) == {turns}
+        numeric = {k.split(",")[3].strip() for k in kernels.launches if k.startswith("spgemm_rows") and "true" in k}
+        assert numeric >= {"128", "256"} and "spgemm_wide<{V}, {I}, {S}, true>" in kernels.launches
+        for g, e in zip(got, expected):
+            assert g.astype(e.dtype).tobytes() == e.tobytes()
+
+
+@pytest.mark.gpu
+@requires_matrices
+@pytest.mark.parametrize("turns", [-1, "default", NEVER_TURNS], ids=["always-turns", "rule", "never-turns"])
+@pytest.mark.parametrize("name", ["ego-Facebook", "ani4_amd_chol"])
+def test_gpu_fold_rule_on_real_matrices_bitwise(rng, name, turns, monkeypatch):
+    # Rounds folded in warp turns or by each slot's lowest warp, forced either way or by the
+    # rule: the reference's bits every time, masked, over a semiring, and in row blocks.
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    if turns != "default":
+        monkeypatch.setattr(_spgemm, "FOLD_TURNS", turns)
+    S = sp.csr_array(datasets.load_matrix(name))
+    S.data = rng.uniform(0.5, 2.0, S.nnz) * 10.0 ** rng.integers(-8, 8, S.nnz)
+    A = sparsegpu.from_scipy(S, backend="gpu")
+    assert_bitwise(spgemm(A, A), bitwise_reference(S, S))
+    M = random_csr(rng, S.shape[0], S.shape[1], 0.05)
+    masked = spgemm(A, A, semiring=sr.min_plus, mask=sparsegpu.from_scipy(M, backend="gpu"))
+    assert_bitwise(masked, bitwise_reference(S, S, sr.min_plus, M))
+    bounds = ref.upper_bounds(S.indptr, S.indices, S.indptr)
+    blocked = spgemm(A, A, semiring=sr.plus_times, max_bytes=int(bounds.sum()))
+    assert_bitwise(blocked, bitwise_reference(S, S, sr.plus_times))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("turns", [-1, "default", NEVER_TURNS], ids=["always-turns", "rule", "never-turns"])
+@pytest.mark.parametrize("semiring", [None, sr.plus_times, sr.min_plus, sr.max_times],
+                         ids=lambda s: getattr(s, "name", "scipy"))
+def test_gpu_few_column_rows_bitwise(rng, semiring, turns, monkeypatch):
+    # Random rows of thousands of products on 100 to 2600 columns: every block bin and wide
+    # rows, most rounds spanning every warp. Masked, complemented and in row blocks.
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    if turns != "default":
+        monkeypatch.setattr(_spgemm, "FOLD_TURNS", turns)
+    for n_cols in (100, 600, 1500, 2600):
+        S, T = few_column_operands(rng, n_cols)
+        S.data[::9] = 0.0
+        A, B = sparsegpu.from_scipy(S, backend="gpu"), sparsegpu.from_scipy(T, backend="gpu")
+        assert_bitwise(spgemm(A, B, semiring=semiring), bitwise_reference(S, T, semiring))
+        M = random_csr(rng, S.shape[0], n_cols, 0.5)
+        masked = spgemm(A, B, semiring=semiring, mask=sparsegpu.from_scipy(M, backend="gpu"))
+        assert_bitwise(masked, bitwise_reference(S, T, semiring, M))
+        parts = semiring or sr.plus_times
+        outside = spgemm(A, B, semiring=semiring, mask=sparsegpu.from_scipy(M, backend="gpu"), complement=True)
+        want = ref.csr_spgemm((S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data), parts.add.ufunc,
+                              parts.mul.apply, parts.identity(S.dtype), n_cols=n_cols, mask=(M.indptr, M.indices),
+                              complement=True, drop_zero_values=semiring is None)
+        assert_bitwise(outside, want)
+        blocked = spgemm(A, B, semiring=semiring, max_bytes=20_000)
+        assert_bitwise(blocked, bitwise_reference(S, T, semiring))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", ["no-zeros", "zeros", "moved", "emptied-by-mask"])
+def test_gpu_fixed_cost_paths_bitwise(rng, case, monkeypatch):
+    # The plan's lists reused (or listed again when a row moves), the word of zeros read instead
+    # of a scan: three reads, bitwise the reference.
+    monkeypatch.setattr(_spgemm, "POISON", True)
+    reads = []
+    to_host = _spgemm.to_host
+    monkeypatch.setattr(_spgemm, "to_host", lambda x: reads.append(x.size) or to_host(x))
+    S, T = small_rows_operands(rng, n_rows=3000, few=case == "moved", a_lengths=4 if case == "zeros" else 7)
+    S.data *= 10.0 ** rng.integers(-8, 8, S.nnz)
+    M, complement = None, False
+    if case == "zeros":
+        T = sp.csr_array(sp.vstack([T, T]))
+        S = sp.csr_array(sp.hstack([S, -S]))
+    if case == "emptied-by-mask":
+        keep = np.zeros(S.shape[0], bool)
+        keep[::7] = True
+        M = sp.csr_array(sp.diags_array(keep.astype(np.float64)) @ structure_product(S, T))
+        M.eliminate_zeros()
+        complement = True
+    A, B = sparsegpu.from_scipy(S, backend="gpu"), sparsegpu.from_scipy(T, backend="gpu")
+    C = spgemm(A, B, mask=None if M is None else sparsegpu.from_scipy(M, backend="gpu"), complement=complement)
+    parts = sr.plus_times
+    pattern = None if M is None else (M.indptr, M.indices)
+    if M is not None:
+        M.sort_indices()
+        pattern = (M.indptr, M.indices)
+    want = ref.csr_spgemm((S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data), parts.add.ufunc,
+                          parts.mul.apply, 0.0, n_cols=T.shape[1], mask=pattern, complement=complement,
+                          drop_zero_values=True)
+    assert_bitwise(C, want)
+    assert reads == [_spgemm.STATS, _spgemm.STATS, 1]

@@ -45,12 +45,14 @@ def test_profile_script_times_every_phase_and_restores_the_driver(rng):
 
     S, T = dense_rows_operands(rng, 60, 4)
     S.data[::3] = 0.0
-    originals = (_spgemm._Device.rows, _spgemm._allocate, _spgemm.to_host, primitives.exclusive_scan)
+    originals = (_spgemm._Device.rows, _spgemm._allocate, _spgemm.to_host, primitives.exclusive_scan,
+                 _spgemm._drop_zeros, _spgemm._numeric_lists, _spgemm._list_block)
     with script.phase_timer(lambda: None) as seconds:
         got = _spgemm.device_spgemm((S.indptr, S.indices, S.data), (T.indptr, T.indices, T.data),
                                     (S.shape[0], T.shape[1]), None, None, False, 1 << 40, xp=np,
                                     kernels=EmulatedKernels(None, rng))
-    assert (_spgemm._Device.rows, _spgemm._allocate, _spgemm.to_host, primitives.exclusive_scan) == originals
+    assert (_spgemm._Device.rows, _spgemm._allocate, _spgemm.to_host, primitives.exclusive_scan,
+            _spgemm._drop_zeros, _spgemm._numeric_lists, _spgemm._list_block) == originals
     assert {"plan", "sym wide", "num wide", "scan", "bins", "alloc", "drop"} <= set(seconds)
     assert set(seconds) <= set(script.PHASES) and all(v >= 0 for v in seconds.values())
     assert np.array_equal(got[0], sp.csr_array(S @ T).indptr)
