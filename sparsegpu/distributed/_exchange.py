@@ -152,7 +152,8 @@ class MpiExchanger(BufferViews):
         """Nothing to mark: :meth:`start` packs on the caller's stream."""
 
     def start(self, x_local: Any, stream: int | None = None) -> None:
-        """Pack (on the current stream, which ``stream`` names when given), then write into :attr:`halo` the peers' entries this rank needs, sending them
+        """Pack (on the current stream, which ``stream`` names when given), then write into
+        :attr:`halo` the peers' entries this rank needs, sending them
         the entries of ``x_local`` they need (collective)."""
         self.buffers.pack(x_local)
         if not self.plan.active:

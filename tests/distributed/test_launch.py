@@ -6,13 +6,18 @@ GPU launch would get is exercised without a GPU."""
 from __future__ import annotations
 
 import ctypes
+import itertools
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsegpu.distributed._launch import PackedRuns, packed_rows_launch, rows_parameters
+from sparsegpu.distributed._launch import (
+    PackedRuns,
+    packed_rows_launch,
+    rows_parameters,
+)
 
 
 def host_pointer(a: np.ndarray) -> int:
@@ -44,7 +49,7 @@ class RowKernel:
         assert parameters == self.launch.parameters_address
         args = self.launch.arguments
         n_rows = int(args[7].value)
-        x_size, y_size, nnz = self.sizes
+        x_size, _, nnz = self.sizes
         indptr = view(args[0].value, self.index, n_rows + 1)
         indices, data = view(args[1].value, self.index, nnz), view(args[2].value, self.value, nnz)
         x, y = view(args[3].value, self.value, x_size), view(args[4].value, self.value, n_rows)
@@ -75,7 +80,7 @@ def test_packed_runs_write_each_slice_of_y(shared_rng, dtype, index_dtype):
     n = 300
     S = sp.random(n, n, density=0.05, random_state=shared_rng, format="csr").astype(dtype)
     cuts = np.unique(np.concatenate([[0, n], shared_rng.integers(1, n, 8)])).tolist()
-    pieces = list(zip(cuts, cuts[1:]))
+    pieces = list(itertools.pairwise(cuts))
     early, late = pieces[1::2], pieces[0::2]
     late_rows = np.concatenate([np.arange(a, b) for a, b in late])
     positions = np.cumsum([0] + [b - a for a, b in late])
