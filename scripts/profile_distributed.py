@@ -20,6 +20,10 @@ device synchronisation (``host``):
   when it nears the ``gpu`` time the product is bound by the host);
 - ``back to back``: 20 products queued without synchronising, then one synchronisation, per
   product (what a solver loop without host reads would see);
+- ``enqueue parts``: the host time of each step of one ``A.matvec(x, out=y)`` (median over
+  samples, the slowest rank's, no synchronisation): the checks of x and out, the current stream's
+  lookup and addresses, ``ready``, the early runs, ``start`` (pack and NCCL group), the lead copy,
+  ``finish``, the late runs and ``release``; their sum next to the whole call's;
 - ``one-process CSR`` (one rank only): the single-process product of the same matrix.
 
 The phases timed alone do not add up to the whole: the interior rows run while the halo travels.
@@ -142,6 +146,67 @@ def phases(A: DistributedCSR, x: DistributedVector, y: DistributedVector) -> dic
     return calls
 
 
+def enqueue_parts(A: DistributedCSR, x: DistributedVector, y: DistributedVector) -> dict[str, float]:
+    """Host seconds of each step of one ``A.matvec(x, out=y)``, taken in the product's own order
+    (``ExtendedProduct.multiply``), with no synchronisation."""
+    product, exchanger = A._product, A._exchanger
+    gpu = product.backend == "gpu"
+    clock, parts = time.perf_counter, {}
+    start = clock()
+    x_local = A._checked_x(x)
+    y_local = A._checked_out(y, x_local)
+    at = clock()
+    parts["checks"], start = at - start, at
+    if gpu:
+        stream = product._current_stream().ptr
+        x_pointer, y_pointer = x_local.data.ptr, y_local.data.ptr
+    else:
+        stream = x_pointer = y_pointer = None
+    late_x = exchanger.vector if product.n_halo else x_local
+    late_pointer = (exchanger.vector_pointer if product.n_halo else x_pointer) if gpu else None
+    at = clock()
+    parts["stream, addresses"], start = at - start, at
+    steps = [("ready", lambda: exchanger.ready(stream))]
+    if not exchanger.asynchronous:
+        steps.append(("start", lambda: exchanger.start(x_local, stream)))
+    steps.append(("early runs", lambda: product.early.launch(x_local, x_pointer, y_local, y_pointer, stream)
+                  if gpu else product.early.multiply(x_local, y_local)))
+    if exchanger.asynchronous:
+        steps.append(("start", lambda: exchanger.start(x_local, stream)))
+    if product.lead:
+        steps.append(("lead copy", lambda: exchanger.copy_lead(x_pointer, stream)
+                      if gpu else exchanger.lead.__setitem__(Ellipsis, x_local)))
+    steps.append(("finish", lambda: exchanger.finish(stream)))
+    steps.append(("late runs", lambda: product.late.launch(late_x, late_pointer, y_local, y_pointer, stream)
+                  if gpu else product.late.multiply(late_x, y_local)))
+    steps.append(("release", lambda: exchanger.release(stream)))
+    for part, step in steps:
+        step()
+        at = clock()
+        parts[part], start = at - start, at
+    return parts
+
+
+def print_enqueue_parts(A: DistributedCSR, x: DistributedVector, y: DistributedVector, timer: Timer) -> None:
+    """Rank 0 prints the median host time of each step (the slowest rank's) and their sum."""
+    samples: dict[str, list[float]] = {}
+    for index in range(timer.repeat + 3):
+        synchronize(timer.backend)
+        timer.comm.Barrier()
+        parts = enqueue_parts(A, x, y)
+        slowest = timer.comm.allgather(parts)
+        if index >= 3:
+            for part in parts:
+                samples.setdefault(part, []).append(max(rank[part] for rank in slowest))
+    synchronize(timer.backend)
+    if timer.comm.Get_rank() == 0:
+        medians = {part: statistics.median(values) for part, values in samples.items()}
+        print("  enqueue parts (host, no synchronisation):", flush=True)
+        for part, seconds in medians.items():
+            print(f"    {part:<18} {seconds * 1e6:8.1f} us", flush=True)
+        print(f"    {'sum':<18} {sum(medians.values()) * 1e6:8.1f} us", flush=True)
+
+
 def profile(name: str, comm: Any, backend: str, options: dict[str, Any], repeat: int) -> None:
     root = comm.Get_rank() == 0
     S = matrix_from_name(name) if root else None
@@ -162,6 +227,7 @@ def profile(name: str, comm: Any, backend: str, options: dict[str, Any], repeat:
     enqueue = timer.enqueue(lambda: A.matvec(x, out=y))
     if root:
         print(f"  {'enqueue':<16} host {enqueue * 1e3:8.4f} ms (no synchronisation)", flush=True)
+    print_enqueue_parts(A, x, y, timer)
     if comm.Get_size() == 1:
         single = sparsegpu.CSR.from_scipy(S, backend=backend)
         device, host = timer.median(lambda: single @ x.local)

@@ -14,7 +14,8 @@ matrix, allocated once, laid out ``[send | gathered | lead | halo]``:
 
 ``vector`` (``[gathered | lead | halo]``) is what the product after the exchange reads. An
 exchanger has four steps, ``ready()`` (x is written), ``start(x_local)``, ``finish()`` and
-``release()``: the NCCL exchanger (``_nccl.py``) overlaps work between them; this one does all
+``release()``, each taking the caller's stream (its handle, on the GPU) when the caller has it
+at hand: the NCCL exchanger (``_nccl.py``) overlaps work between them; this one does all
 of it in ``start``.
 """
 
@@ -65,6 +66,17 @@ class HaloBuffer:
         self.vector = self.buffer[n_send:]
         self.lead = self.buffer[n_pack:n_pack + lead]
         self.halo = self.buffer[n_pack + lead:]
+        if backend == "gpu":  # what a call reads, looked up once
+            self.vector_pointer = self.vector.data.ptr
+            self.lead_pointer, self.lead_bytes = self.lead.data.ptr, self.lead.nbytes
+            self.runtime = xp.cuda.runtime
+
+    def copy_lead(self, x_pointer: int, stream: int) -> None:
+        """Copy this rank's x (at ``x_pointer``, on the device) into :attr:`lead` on ``stream``:
+        one asynchronous device-to-device copy, no kernel, no array made (GPU)."""
+        if self.lead_bytes:
+            runtime = self.runtime
+            runtime.memcpyAsync(self.lead_pointer, x_pointer, self.lead_bytes, runtime.memcpyDeviceToDevice, stream)
 
     def pack(self, x_local: Any) -> None:
         """Gather the send list and the gathered entries of ``x_local`` into place (one
@@ -75,13 +87,21 @@ class HaloBuffer:
 
 class BufferViews:
     """An exchanger's views of its :class:`HaloBuffer` (``buffers``): the extended vector, its
-    lead (the slots before the halo) and the halo."""
+    lead (the slots before the halo) and the halo; on the GPU the vector's address and the
+    lead's copy."""
 
     buffers: HaloBuffer
 
     @property
     def vector(self) -> Any:
         return self.buffers.vector
+
+    @property
+    def vector_pointer(self) -> int:
+        return self.buffers.vector_pointer
+
+    def copy_lead(self, x_pointer: int, stream: int) -> None:
+        self.buffers.copy_lead(x_pointer, stream)
 
     @property
     def lead(self) -> Any:
@@ -128,11 +148,12 @@ class MpiExchanger(BufferViews):
     #: rows after it (on the GPU, before it they would delay the pack's read back).
     asynchronous = False
 
-    def ready(self) -> None:
+    def ready(self, stream: int | None = None) -> None:
         """Nothing to mark: :meth:`start` packs on the caller's stream."""
 
-    def start(self, x_local: Any) -> None:
-        """Pack, then write into :attr:`halo` the peers' entries this rank needs, sending them
+    def start(self, x_local: Any, stream: int | None = None) -> None:
+        """Pack (on the current stream, which ``stream`` names when given), then write into
+        :attr:`halo` the peers' entries this rank needs, sending them
         the entries of ``x_local`` they need (collective)."""
         self.buffers.pack(x_local)
         if not self.plan.active:
@@ -144,10 +165,10 @@ class MpiExchanger(BufferViews):
         self.comm.Alltoallv([self._host_send, self._send_spec], [self._host_halo, self._recv_spec])
         self.buffers.halo.set(self._host_halo)
 
-    def finish(self) -> None:
+    def finish(self, stream: int | None = None) -> None:
         """Nothing left to wait for: :meth:`start` returns once the halo is in place."""
 
-    def release(self) -> None:
+    def release(self, stream: int | None = None) -> None:
         """Nothing to order: the next :meth:`start` runs after this call's product was queued."""
 
 

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from sparsegpu.distributed._launch import PackedRuns
 from sparsegpu.formats import CSR
 from sparsegpu.formats._compressed import gather_spmv, make_gather_plan, threads_per_row
 
@@ -89,31 +90,51 @@ class RowRuns:
 
     ``runs`` are (first row of y, last row + 1, first row of the CSR): a run's rows are
     consecutive in y and in the CSR (which may hold only some of y's rows). ``n_cols``: the
-    length of the x they read (the CSR's width, or less when the runs' columns stay below)."""
+    length of the x they read (the CSR's width, or less when the runs' columns stay below).
+    On the GPU a run is one launch with its arguments packed here (:mod:`._launch`); runs with
+    rows split into chunks go through :func:`gather_spmv`. On the CPU, SciPy's compiled
+    product over a view of the run's entries, as the CPU backend's."""
 
     def __init__(self, A: CSR, runs: list[tuple[int, int, int]], tpr: int, n_cols: int) -> None:
         self.backend = A.backend
-        self.runs = []
-        one, zero = A.dtype.type(1), A.dtype.type(0)
-        for first, stop, at in runs:
+        self.arrays = (A.indptr, A.indices, A.data)  # kept alive: the packed launches point into them
+        self.runs = [(int(first), int(stop), int(at)) for first, stop, at in runs]
+        self.packed = PackedRuns()
+        self.chunked: list[tuple[int, int, tuple]] = []  # GPU runs with split rows
+        self.views: list[tuple[int, int, sp.csr_array]] = []  # CPU
+        for first, stop, at in self.runs:
             indptr = A.indptr[at:at + stop - first + 1]
             if self.backend == "gpu":
-                self.runs.append((first, stop, (make_gather_plan(indptr, A.dtype, tpr), indptr, A.indices, A.data,
-                                                one, zero)))
-            else:  # SciPy's compiled product over a view of the run's entries, as the CPU backend's
+                self._add_gpu_run(A, first, stop, at, indptr, tpr)
+            else:
                 lo, hi = int(indptr[0]), int(indptr[-1])
                 view = sp.csr_array((A.data[lo:hi], A.indices[lo:hi], indptr - indptr[0]),
                                     shape=(stop - first, n_cols), copy=False)
-                self.runs.append((first, stop, view))
+                self.views.append((first, stop, view))
+
+    def _add_gpu_run(self, A: CSR, first: int, stop: int, at: int, indptr: Any, tpr: int) -> None:
+        plan = make_gather_plan(indptr, A.dtype, tpr)
+        if plan.n_long:
+            one, zero = A.dtype.type(1), A.dtype.type(0)
+            self.chunked.append((first, stop, (plan, indptr, A.indices, A.data, one, zero)))
+            return
+        self.packed.add(plan, A.indptr, A.indices, A.data, at, first)
 
     def multiply(self, x: Any, y: Any) -> None:
         """``y[first:stop] = rows @ x`` for every run (the GPU's on the current stream)."""
         if self.backend == "gpu":
-            for first, stop, (plan, indptr, indices, data, one, zero) in self.runs:
-                gather_spmv(plan, indptr, indices, data, x, y[first:stop], one, zero)
-        else:
-            for first, stop, view in self.runs:
-                y[first:stop] = view @ x
+            import cupy
+
+            self.launch(x, x.data.ptr, y, y.data.ptr, cupy.cuda.get_current_stream().ptr)
+            return
+        for first, stop, view in self.views:
+            y[first:stop] = view @ x
+
+    def launch(self, x: Any, x_pointer: int, y: Any, y_pointer: int, stream: int) -> None:
+        """The GPU's runs on ``stream`` (the current stream), x and y given with their addresses."""
+        self.packed(x_pointer, y_pointer, stream)
+        for first, stop, (plan, indptr, indices, data, one, zero) in self.chunked:
+            gather_spmv(plan, indptr, indices, data, x, y[first:stop], one, zero)
 
 
 class ExtendedProduct:
@@ -139,6 +160,10 @@ class ExtendedProduct:
         positions = np.cumsum([0] + [b - a for a, b in late])
         self.late = RowRuns(late_matrix, [(a, b, int(at)) for (a, b), at in zip(late, positions)], tpr,
                             late_matrix.shape[1])
+        if backend == "gpu":
+            import cupy
+
+            self._current_stream = cupy.cuda.get_current_stream  # (looked up once)
 
     def _late_matrix(self, rows: sp.csr_array, late_rows: np.ndarray, n_own: int, n_halo: int,
                      tpr: int) -> tuple[CSR, np.ndarray | None, int]:
@@ -159,10 +184,12 @@ class ExtendedProduct:
     def multiply(self, x_local: Any, exchanger: Any, y: Any) -> Any:
         """``y_local`` for this rank's rows, written into ``y`` (collective: every rank
         exchanges its halo). Queues work on the current stream and never waits on the host."""
+        if self.backend == "gpu":
+            return self._multiply_gpu(x_local, exchanger, y)
         exchanger.ready()
         if not exchanger.asynchronous:
             exchanger.start(x_local)
-        self.early.multiply(x_local, y)  # first on the GPU, so it runs while the halo travels
+        self.early.multiply(x_local, y)
         if exchanger.asynchronous:
             exchanger.start(x_local)
         if self.lead:
@@ -170,4 +197,25 @@ class ExtendedProduct:
         exchanger.finish()
         self.late.multiply(exchanger.vector if self.n_halo else x_local, y)
         exchanger.release()
+        return y
+
+    def _multiply_gpu(self, x_local: Any, exchanger: Any, y: Any) -> Any:
+        """The GPU's order: the early runs first, so they run while the halo travels. The
+        current stream and the addresses are looked up once and handed down."""
+        stream = self._current_stream().ptr
+        x_pointer, y_pointer = x_local.data.ptr, y.data.ptr
+        exchanger.ready(stream)
+        if not exchanger.asynchronous:
+            exchanger.start(x_local, stream)
+        self.early.launch(x_local, x_pointer, y, y_pointer, stream)
+        if exchanger.asynchronous:
+            exchanger.start(x_local, stream)
+        if self.lead:
+            exchanger.copy_lead(x_pointer, stream)
+        exchanger.finish(stream)
+        if self.n_halo:
+            self.late.launch(exchanger.vector, exchanger.vector_pointer, y, y_pointer, stream)
+        else:
+            self.late.launch(x_local, x_pointer, y, y_pointer, stream)
+        exchanger.release(stream)
         return y

@@ -123,63 +123,71 @@ class NcclExchanger(BufferViews):
             self._calls.append((operation, base + call.byte_offset, call.count, getattr(nccl, call.wire_type),
                                 call.peer))
         self._queues_work = bool(self._calls) or self.buffers.packed.size > 0
+        # What a call touches, looked up once: the runtime's event calls on raw handles, the
+        # group's bounds, the current stream's lookup and the pack's arrays.
+        self._runtime = cupy.cuda.runtime
+        self._group = (nccl.groupStart, nccl.groupEnd)
+        self._current_stream = cupy.cuda.get_current_stream
+        self._handles = (self.stream.ptr, self.x_ready.ptr, self.halo_ready.ptr, self.consumed.ptr)
+        self._take = cupy.take
+        self._pack = (self.buffers.pack_indices, self.buffers.packed) if self.buffers.packed.size else None
 
     #: ``start`` returns at once: the caller queues its interior rows before it.
     asynchronous = True
 
-    def ready(self) -> None:
-        """Mark the point of the caller's stream where x is written: ``start`` queues the
-        exchange after it, whatever the caller queues in between."""
+    def _caller_stream(self, stream: int | None) -> int:
+        return self._current_stream().ptr if stream is None else stream
+
+    def ready(self, stream: int | None = None) -> None:
+        """Mark the point of the caller's stream (``stream``, default the current one) where x
+        is written: ``start`` queues the exchange after it, whatever the caller queues in
+        between."""
         if not self._queues_work:
             return
-        import cupy
-
-        caller = cupy.cuda.get_current_stream()
-        if self._caller is not None and self._caller != caller.ptr:
-            caller.wait_event(self.consumed)  # the last product read the buffer on another stream
-        self.x_ready.record(caller)
+        caller = self._caller_stream(stream)
+        _, x_ready, _, consumed = self._handles
+        if self._caller is not None and self._caller != caller:
+            self._runtime.streamWaitEvent(caller, consumed)  # the last product read the buffer elsewhere
+        self._runtime.eventRecord(x_ready, caller)
         self._marked = True
 
-    def start(self, x_local: Any) -> None:
+    def start(self, x_local: Any, stream: int | None = None) -> None:
         """Queue the pack and the group on the exchanger's stream, after the point marked by
         :meth:`ready` (marked here when it was not called); returns without waiting
         (collective)."""
         if not self._queues_work:
             return
-        from cupy.cuda import nccl
-
         if not self._marked:
-            self.ready()
+            self.ready(stream)
         self._marked = False
-        self.stream.wait_event(self.x_ready)
-        with self.stream:
-            self.buffers.pack(x_local)
+        own, x_ready, halo_ready, _ = self._handles
+        runtime = self._runtime
+        runtime.streamWaitEvent(own, x_ready)
+        if self._pack is not None:
+            with self.stream:  # CuPy's take queues on the current stream
+                self._take(x_local, self._pack[0], out=self._pack[1])
         if self._calls:
-            stream = self.stream.ptr
-            nccl.groupStart()
+            group_start, group_end = self._group
+            group_start()
             for operation, pointer, count, wire_type, peer in self._calls:
-                operation(pointer, count, wire_type, peer, stream)
-            nccl.groupEnd()
-        self.halo_ready.record(self.stream)
+                operation(pointer, count, wire_type, peer, own)
+            group_end()
+        runtime.eventRecord(halo_ready, own)
 
-    def finish(self) -> None:
+    def finish(self, stream: int | None = None) -> None:
         """Make the caller's stream wait until the halo has arrived (no host wait)."""
         if not self._queues_work:
             return
-        import cupy
+        self._runtime.streamWaitEvent(self._caller_stream(stream), self._handles[2])
 
-        cupy.cuda.get_current_stream().wait_event(self.halo_ready)
-
-    def release(self) -> None:
+    def release(self, stream: int | None = None) -> None:
         """Mark where the caller's product stopped reading the buffer, so a next call from
         another stream waits for it (calls from one stream are ordered by the stream)."""
         if not self._queues_work:
             return
-        import cupy
-
-        caller = cupy.cuda.get_current_stream()
-        self._caller = caller.ptr
-        self.consumed.record(caller)
+        caller = self._caller_stream(stream)
+        self._caller = caller
+        self._runtime.eventRecord(self._handles[3], caller)
 
 
 def exchange_stream() -> Any:

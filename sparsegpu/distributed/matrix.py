@@ -106,6 +106,7 @@ class DistributedCSR:
                                         self._backend, mean_row, split)
         self._exchanger = self._make_exchanger(exchange)
         self._blocks: dict[str, CSR] = {}
+        self._accepted: dict[str, tuple | None] = {"x": None, "out": None}  # see _checked_x
 
     def _make_exchanger(self, exchange: str) -> Any:
         comm = self.row_partition.comm
@@ -382,42 +383,63 @@ class DistributedCSR:
         >>> A.matvec(np.ones(2), out=y) is y, y.allgather().tolist()
         (True, [2.0, 3.0])
         """
-        if isinstance(x, DistributedVector):
+        x_local = self._checked_x(x)
+        if out is None:
+            y = array_module(self._backend).empty(self.row_partition.local_size, dtype=self._dtype)
+            return DistributedVector(self._product.multiply(x_local, self._exchanger, y), self.row_partition)
+        self._product.multiply(x_local, self._exchanger, self._checked_out(out, x_local))
+        return out
+
+    # A call checks x and out in full the first time; after that, an array of the last accepted
+    # signature (array type, dtype, shape, strides) is accepted as it is, since those are all
+    # the checks read. What depends on the data (the partition, overlap of out with x) is
+    # checked every call.
+    def _checked_x(self, x: Any) -> Any:
+        """This rank's x, of the matrix's dtype, contiguous, on its backend."""
+        if type(x) is DistributedVector:
             if not x.partition.same_as(self.col_partition):
                 raise ValueError("x is split by a different partition than the matrix's columns")
-            x_local = x.local
+            local = x.local
+            if _signature(local) == self._accepted["x"]:
+                return local
+        elif isinstance(x, DistributedVector):
+            if not x.partition.same_as(self.col_partition):
+                raise ValueError("x is split by a different partition than the matrix's columns")
+            local = x.local
         else:
             if not hasattr(x, "dtype"):
                 x = np.asarray(x)
             if x.ndim != 1 or x.shape[0] != self.shape[1]:
                 raise ValueError(f"x must be 1-D of length {self.shape[1]}, got shape {tuple(x.shape)}")
-            x_local = self.col_partition.local_slice(x)
-        x_local = _validate.check_vector(x_local, self.col_partition.local_size, self._dtype)
+            local = self.col_partition.local_slice(x)
+        x_local = _validate.check_vector(local, self.col_partition.local_size, self._dtype)
         if self._backend == "cpu" and is_device_array(x_local):
             raise TypeError("this matrix lives on the CPU backend but x is a CuPy array; pass a NumPy x")
-        xp = array_module(self._backend)
-        x_local = xp.ascontiguousarray(to_backend(x_local, self._backend))
-        if out is None:
-            y = xp.empty(self.row_partition.local_size, dtype=self._dtype)
-            return DistributedVector(self._product.multiply(x_local, self._exchanger, y), self.row_partition)
-        self._check_out(out, x_local)
-        self._product.multiply(x_local, self._exchanger, out.local)
-        return out
+        x_local = array_module(self._backend).ascontiguousarray(to_backend(x_local, self._backend))
+        if _signature(x_local) == _signature(local) and x_local.dtype == self._dtype:
+            self._accepted["x"] = _signature(local)  # used as it came: no cast, copy or upload
+        return x_local
 
-    def _check_out(self, out: Any, x_local: Any) -> None:
+    def _checked_out(self, out: Any, x_local: Any) -> Any:
+        """``out.local``, checked: see :meth:`matvec`."""
         if not isinstance(out, DistributedVector):
             raise TypeError(f"out must be a DistributedVector, got {type(out).__name__}")
         if not out.partition.same_as(self.row_partition):
             raise ValueError("out is split by a different partition than the matrix's rows")
         y = out.local
-        if y.dtype != self._dtype:
-            raise TypeError(f"out has dtype {y.dtype}; it is written in place, so it must be {self._dtype}")
-        if is_device_array(y) != (self._backend == "gpu"):
-            raise TypeError(f"out must live on the matrix's backend ({self._backend})")
-        if not y.flags.c_contiguous:
-            raise ValueError("out must be contiguous")
+        if _signature(y) != self._accepted["out"]:
+            if y.dtype != self._dtype:
+                raise TypeError(f"out has dtype {y.dtype}; it is written in place, so it must be {self._dtype}")
+            if is_device_array(y) != (self._backend == "gpu"):
+                raise TypeError(f"out must live on the matrix's backend ({self._backend})")
+            if y.ndim != 1 or y.shape[0] != self.row_partition.local_size:
+                raise ValueError(f"out must be 1-D of length {self.row_partition.local_size}, got {tuple(y.shape)}")
+            if not y.flags.c_contiguous:
+                raise ValueError("out must be contiguous")
+            self._accepted["out"] = _signature(y)
         if _validate.overlaps(y, x_local):
             raise ValueError("out must not share memory with x")
+        return y
 
     def __matmul__(self, x: Any) -> DistributedVector:
         return self.matvec(x)
@@ -464,4 +486,9 @@ class DistributedCSR:
     def __repr__(self) -> str:
         return (f"DistributedCSR(shape={self.shape}, nnz={self.nnz}, dtype={self.dtype}, "
                 f"ranks={self.row_partition.size}, backend={self._backend})")
+
+
+def _signature(a: Any) -> tuple:
+    """What the checks of an x or an out read: array type, dtype, shape and strides."""
+    return (type(a), a.dtype, a.shape, a.strides)
 

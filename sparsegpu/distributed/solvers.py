@@ -1,6 +1,7 @@
 """Krylov solvers over a :class:`DistributedCSR`, with SciPy's signatures.
 
-Each iteration runs one distributed product and the vector updates rank-locally; the dot
+Each iteration runs one distributed product and the vector updates rank-locally (CG's fused
+on the GPU, see ``_updates.py``); the dot
 products reduce in rank order (:meth:`DistributedVector.dot`). CG's two dots of the residual
 (its norm for the stopping test, and r . z) share one reduction and one read back, so a CG
 iteration waits on the host twice, where SciPy's reads three dots. Every rank takes the same
@@ -19,6 +20,7 @@ import numpy as np
 from sparsegpu import _validate
 from sparsegpu.linalg import block_jacobi as local_block_jacobi
 from sparsegpu.distributed._comm import raise_collectively
+from sparsegpu.distributed._updates import update_direction, update_iterate
 from sparsegpu.distributed.matrix import DistributedCSR
 from sparsegpu.distributed.vector import DistributedVector, dots
 
@@ -151,12 +153,10 @@ def cg(A: DistributedCSR, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: f
         if p is None:
             p = z.copy()
         else:
-            p.scale(rho / rho_previous)
-            p += z
+            update_direction(p, z, rho / rho_previous)
         q = _product(A, p, q)
         alpha = rho / p.dot(q)
-        x.axpy(alpha, p)
-        r.axpy(-alpha, q)
+        update_iterate(x, r, p, q, alpha)
         rho_previous = rho
         if callback is not None:
             callback(x)

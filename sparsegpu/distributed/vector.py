@@ -224,8 +224,10 @@ class DistributedVector:
         out = self._cache.get("dots")
         if out is None or out.size < len(pairs):
             out = self._cache["dots"] = array_module(self.backend).zeros(len(pairs), dtype=np.float64)
+            self._cache["dot_slots"] = [out[k:k + 1] for k in range(len(pairs))]  # views made once
+        slots = self._cache["dot_slots"]
         for k, (a, b) in enumerate(pairs):
-            vector_dot(a.local, b.local, out[k:k + 1], self._cache)
+            vector_dot(a.local, b.local, slots[k], self._cache)
         return [np.float64(value) for value in to_host(out)[:len(pairs)]]
 
     def norm(self, ord: Any = None) -> np.float64:
