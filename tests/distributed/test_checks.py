@@ -35,7 +35,7 @@ def test_outs_taken_in_turn_are_each_written(comm, shared_rng):
         x = vector(shared_rng, S.shape[1])
         out = outs[round_ % 2]
         out.local[:] = np.nan
-        y = A.matvec(DistributedVector.from_global(x, A.col_partition), out=out)
+        y = A.matvec(DistributedVector.from_global(x, A.col_partition, backend="cpu"), out=out)
         check_all(comm, y is out and np.array_equal(out.local, mine(A, single_process(S, x))),
                   f"round {round_}: out written in place")
 
@@ -43,26 +43,26 @@ def test_outs_taken_in_turn_are_each_written(comm, shared_rng):
 def test_x_changing_dtype_after_an_accepted_call(comm, shared_rng):
     S, A = build(comm, shared_rng)
     x = vector(shared_rng, S.shape[1])
-    split = DistributedVector.from_global(x, A.col_partition)
+    split = DistributedVector.from_global(x, A.col_partition, backend="cpu")
     A @ split  # accepted: float64, contiguous
-    complex_x = DistributedVector.from_global(x + 1j, A.col_partition)
+    complex_x = DistributedVector.from_global(x + 1j, A.col_partition, backend="cpu")
     raises_everywhere(comm, TypeError, A.matvec, complex_x)  # no safe cast to float64
     out = poisoned(A)
     raises_everywhere(comm, TypeError, A.matvec, complex_x, out=out)
     x32 = x.astype(np.float32)
-    y = A @ DistributedVector.from_global(x32, A.col_partition)  # cast, as the single-process product
+    y = A @ DistributedVector.from_global(x32, A.col_partition, backend="cpu")  # cast, as the single-process product
     check_all(comm, np.array_equal(y.local, mine(A, single_process(S, x32))), "float32 x cast")
     split.local = split.local.astype(np.float32)  # the same vector's array swapped for another dtype
     y = A.matvec(split, out=out)
     check_all(comm, np.array_equal(y.local, mine(A, single_process(S, x32))), "swapped array cast")
-    y = A @ DistributedVector.from_global(x, A.col_partition)
+    y = A @ DistributedVector.from_global(x, A.col_partition, backend="cpu")
     check_all(comm, np.array_equal(y.local, mine(A, single_process(S, x))), "float64 again")
 
 
 def test_x_changing_layout_or_length_after_an_accepted_call(comm, shared_rng):
     S, A = build(comm, shared_rng)
     x = vector(shared_rng, S.shape[1])
-    split = DistributedVector.from_global(x, A.col_partition)
+    split = DistributedVector.from_global(x, A.col_partition, backend="cpu")
     A @ split
     local = split.local
     strided = np.zeros(2 * local.size)
@@ -73,12 +73,12 @@ def test_x_changing_layout_or_length_after_an_accepted_call(comm, shared_rng):
     split.local = np.zeros(local.size + 1)  # a wrong length slipped past the constructor
     raises_everywhere(comm, ValueError, A.matvec, split)
     other = Partition(np.array(A.col_partition.offsets), comm, permutation=np.arange(S.shape[1])[::-1].copy())
-    raises_everywhere(comm, ValueError, A.matvec, DistributedVector.from_global(x, other))
+    raises_everywhere(comm, ValueError, A.matvec, DistributedVector.from_global(x, other, backend="cpu"))
 
 
 def test_out_changing_after_an_accepted_call(comm, shared_rng):
     S, A = build(comm, shared_rng)
-    x = DistributedVector.from_global(vector(shared_rng, S.shape[1]), A.col_partition)
+    x = DistributedVector.from_global(vector(shared_rng, S.shape[1]), A.col_partition, backend="cpu")
     out = poisoned(A)
     A.matvec(x, out=out)  # accepted
     raises_everywhere(comm, TypeError, A.matvec, x, out=poisoned(A, np.float32))
