@@ -25,6 +25,11 @@
 // sums to a row of `partials`; csr_spmm_finish adds a row's segments in order and writes Y. So a
 // power-law hub is summed by many groups at once, still in a fixed order.
 //
+// Staging (dense_transpose): for a column-major X on a matrix whose columns are scattered, the host
+// copies X into a row-major scratch and runs the *_rows kernels (see
+// sparsegpu/formats/_spmm_device.py for the rule); a row-major Y scratch is copied back the same
+// way, with alpha and beta applied there.
+//
 // The NumPy references are sparsegpu/reference/spmm.py (same layouts, same arguments).
 #include "common.cuh"
 
@@ -309,4 +314,44 @@ padded_spmm_cols(const I* __restrict__ indices, const V* __restrict__ data, cons
 #pragma unroll
     for (int t = 0; t < TILE; ++t)
         if (first + t < k) store_axpby(Y + at.row * y_row + (first + t) * y_col, alpha, sum[t], beta);
+}
+
+// ---------------------------------------------------------------- dense transpose (staging)
+// dst(r, c) = alpha * src(r, c) + beta * dst(r, c) over a rows x cols matrix, src(r, c) at
+// src[r * s_r + c * s_c] and dst(r, c) at dst[r * d_r + c * d_c] (element strides): a change of
+// layout between an array contiguous along r (s_r = 1) and one contiguous along c (d_c = 1).
+// A block of 32 x 8 threads moves one 32 x 32 tile through shared memory: it reads the tile with
+// consecutive lanes on consecutive r and writes it with consecutive lanes on consecutive c, so
+// both sides are coalesced; the tile's rows are padded to 33 values, so reading it across is
+// free of bank conflicts (for 4-, 8- and 16-byte values). Grid: one block per tile, tile t at
+// (t % tiles along r, t / tiles along r). With alpha one and beta zero it is a plain copy; the
+// update is the one the *_rows kernels make (store_axpby), so a staged product's Y equals theirs
+// bit for bit.
+inline constexpr int TRANSPOSE_TILE = 32;
+inline constexpr int TRANSPOSE_STEPS = 8;  // rows of threads: each thread moves 4 values of a tile
+
+template <class V>
+__global__ void __launch_bounds__(TRANSPOSE_TILE * TRANSPOSE_STEPS)
+dense_transpose(const V* __restrict__ src, const long long s_r, const long long s_c, V* __restrict__ dst,
+                const long long d_r, const long long d_c, const long long rows, const long long cols,
+                const V alpha, const V beta) {
+    constexpr int PITCH = TRANSPOSE_TILE + 1;
+    // Raw storage: sg::complex has a constructor, which __shared__ variables may not run.
+    __shared__ __align__(16) unsigned char raw[TRANSPOSE_TILE * PITCH * sizeof(V)];
+    V* tile = reinterpret_cast<V*>(raw);  // tile[c_local * PITCH + r_local]
+    const long long tiles_r = (rows + TRANSPOSE_TILE - 1) / TRANSPOSE_TILE;
+    const long long r0 = (long long)(blockIdx.x % tiles_r) * TRANSPOSE_TILE;
+    const long long c0 = (long long)(blockIdx.x / tiles_r) * TRANSPOSE_TILE;
+    const int x = threadIdx.x % TRANSPOSE_TILE, y0 = threadIdx.x / TRANSPOSE_TILE;
+#pragma unroll
+    for (int y = y0; y < TRANSPOSE_TILE; y += TRANSPOSE_STEPS) {
+        const long long r = r0 + x, c = c0 + y;
+        if (r < rows && c < cols) tile[y * PITCH + x] = sg::ldg(src + r * s_r + c * s_c);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int y = y0; y < TRANSPOSE_TILE; y += TRANSPOSE_STEPS) {
+        const long long r = r0 + y, c = c0 + x;
+        if (r < rows && c < cols) store_axpby(dst + r * d_r + c * d_c, alpha, tile[x * PITCH + y], beta);
+    }
 }

@@ -15,11 +15,17 @@ and written through their strides, never copied. The kernel family follows X's l
 - column-major X (row stride 1, F order, and any k = 1): ``*_cols`` kernels, rows covered as
   SpMV covers them (CSR: a sub-warp per row sized from the mean row length), k in tiles of up
   to 8 columns along the grid's second dimension, so each entry of A is read once per tile.
+  On a matrix whose columns are scattered (graphs; the rule, decided per matrix, is in
+  :mod:`sparsegpu.formats._spmm_device`) and k >= 4, X is instead copied into a row-major
+  scratch (n x k values) for the ``*_rows`` kernels, and a Y that is not row-major gets one too
+  (m x k values), copied back: internal, from CuPy's pool for the call, never returned.
 
 CSR, ELL and SELL-C-sigma (direct layouts) have kernels of their own; every other format
 (COO, CSC, HYB, JDS, SELL with split slices or hot columns) and ``A.T @ X`` run through a CSR
 built once and cached on the matrix (for ``A.T``, A^T's CSR). Each output element is summed in
-a fixed order: bitwise reproducible run to run.
+a fixed order: bitwise reproducible run to run (in entry order, except ``csr_spmm_cols`` with
+several lanes per row, which adds lane-strided partial sums; a staged product equals the
+row-major one bit for bit).
 
 CPU backend: SciPy's compiled ``csr_matvecs`` (C order) or one ``csr_matvec`` per column (F
 order) over the matrix's CSR, writing into Y where its layout allows; ``csc_matvecs`` for A^T.
@@ -98,7 +104,10 @@ def order_of(X: Any) -> str:
 def spmm(matrix: Any, X: Any, Y: Any, alpha: Any, beta: Any, transpose: bool) -> Any:
     """``alpha * op(A) @ X + beta * Y`` for ``matrix`` (A), op(A) = A.T with ``transpose``:
     checks, then the backend's product. Y written in place when given, else allocated in X's
-    order. NumPy X with a GPU matrix: uploaded, and the result comes back as NumPy."""
+    order. NumPy X with a GPU matrix: uploaded, and the result comes back as NumPy. On the GPU a
+    column-major X on a scattered matrix may be staged through a row-major scratch of n x k
+    values, plus m x k when Y is not row-major (CuPy's pool, freed after the call; skipped when
+    free memory is short)."""
     m, n = matrix.shape[::-1] if transpose else matrix.shape
     X, dtype = check_dense(X, n, (m, n), matrix.dtype)
     k = X.shape[1]

@@ -14,10 +14,50 @@ Which kernel runs (see kernels/spmm.cu for what each does):
 - CSR rows longer than the split length (256 entries for the row kernels, 64 per lane for the
   column kernels) are cut into segments summed apart (``partials``) and added in segment order
   by ``csr_spmm_finish``; the split is computed once per matrix and cached.
+
+Staging a column-major X. In F order the k values X[j, c0:c0+t] an entry gathers lie n apart,
+each in a 32-byte sector of its own; they share sectors across a warp only where neighbouring
+lanes read neighbouring columns j (a stencil: the same position of neighbouring rows, or runs
+of consecutive columns in a row). Where the columns are scattered (graphs) the ``*_cols``
+kernels move a sector per entry per column, 4-6x slower than the ``*_rows`` kernels at k >= 16
+on R-MAT and Kronecker graphs. There X is copied into a row-major scratch (``dense_transpose``,
+32 x 32 tiles, coalesced both ways), the ``*_rows`` kernels run over it, and a Y whose column
+stride is not 1 gets a row-major scratch too, copied back with alpha and beta applied.
+
+Why a Y scratch rather than the row kernels writing F-order Y through its strides: a group of
+G lanes owns a row, so in F order a warp's store puts 32 / G values in each of G columns, m
+apart: at G = 32 (k >= 32) each 8-byte value takes a 32-byte sector of its own, and a Y
+without unit column stride also turns off the 16-byte vector loads of X (one flag covers both).
+Copying back costs 2 m k coalesced moves, little beside the product's nnz k gathers.
+
+The rule, per matrix layout, its statistic computed once on the device and cached: an entry is
+*scattered* when its column is more than ``LOCAL_WINDOW`` (16) columns from both its neighbours
+as the ``*_cols`` kernels read them, the previous entry of its row and the entry at the same
+position of the previous row (the previous slot and lane for ELL and SELL). A scattered gather
+in F order wastes ``32 - itemsize`` bytes of its sector per column, against about ``itemsize``
+bytes per column of X and Y for staging (read and write X, n k; read the Y scratch and write Y,
+m k), so a product stages when ``k >= STAGE_MIN_K`` (4), at least ``MIN_SCATTERED_SHARE`` (a
+quarter) of the entries are scattered, and
+
+    scattered * (32 - itemsize) > 2 * (n + m) * itemsize,
+
+and its scratch fits in free device memory. Below 4 columns the tile's few gathers mostly come
+from L2 and the staging's two launches weigh more; below a quarter scattered, most of a warp's
+gathers share sectors and L1 holds the rest (dense FEM rows: few scattered entries, but many). Stencils (2-D and 3-D Poisson, 27-point:
+a share of scattered entries near 1 / grid width) keep the ``*_cols`` kernels; R-MAT and
+Kronecker graphs (most entries scattered) stage. Scratch: n k values (plus m k when Y is not
+row-major), from CuPy's pool for the call.
+
+Summation order: the ``*_rows`` kernels and the padded ``*_cols`` kernel add a row's terms in
+entry order; ``csr_spmm_cols`` with more than one lane per row adds lane-strided partial sums
+by a shuffle tree, so its result may differ from the row-major one in the last bits (both
+agree with the references to rounding). A staged product equals the row-major path's bit for
+bit: the same kernels over the same values, alpha and beta applied by the same expression.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +88,19 @@ CSR_COLS = KernelFile("spmm.cu", [f"csr_spmm_cols<{{V}}, {{I}}, {p}, {t}>" for p
 PADDED_ROWS = KernelFile("spmm.cu", [f"padded_spmm_rows<{{V}}, {{I}}, {g}, {t}, {v}>" for g, t in ROW_SHAPES
                                      for v in ("true", "false")])
 PADDED_COLS = KernelFile("spmm.cu", [f"padded_spmm_cols<{{V}}, {{I}}, {t}>" for t in COLUMN_TILES])
+TRANSPOSE = KernelFile("spmm.cu", ["dense_transpose<{V}>"], index_dtypes=(np.int32,))
+TRANSPOSE_TILE = 32  # kernels/spmm.cu TRANSPOSE_TILE: a block moves one 32 x 32 tile
+TRANSPOSE_THREADS = 256  # TRANSPOSE_TILE * TRANSPOSE_STEPS
+SECTOR_BYTES = 32  # a gather moves at least one 32-byte sector
+#: Columns within this distance of a neighbour's are local: for float32 and float64 X they lie
+#: in the same or the next 128-byte line of an F-order column.
+LOCAL_WINDOW = 16
+#: Fewest columns of X for which a column-major product stages (see the module's docstring).
+STAGE_MIN_K = 4
+#: Least share of scattered entries for which it stages: the layout is irregular.
+MIN_SCATTERED_SHARE = 0.25
+#: Entries per pass of the locality statistic (bounds its temporaries to about 300 MB).
+STATISTIC_CHUNK = 1 << 22
 
 
 def element_strides(a: Any) -> tuple[int, int]:
@@ -72,11 +125,14 @@ def device_spmm(matrix: Any, dtype: np.dtype, X: Any, Y: Any, alpha: Any, beta: 
     direct SELL layouts by their own kernels, everything else over a CSR."""
     if not transpose and matrix.dtype == dtype and Y.size:
         if matrix.format == "ell":
+            m = matrix.shape[0]
+            scatter = padded_statistic(matrix.indices, None, m)
             return padded_spmm_device((matrix.indices, matrix.data, NULL_POINTER, NULL_POINTER, np.int64(1),
-                                       np.int64(matrix.width)), X, Y, alpha, beta)
+                                       np.int64(matrix.width)), X, Y, alpha, beta, matrix._cache, scatter)
         if matrix.format == "sell" and matrix.mode == "direct":
+            scatter = padded_statistic(matrix.indices, matrix.slice_ptr, matrix.C)
             return padded_spmm_device((matrix.indices, matrix.data, matrix.slice_ptr, matrix.perm,
-                                       np.int64(matrix.C), np.int64(0)), X, Y, alpha, beta)
+                                       np.int64(matrix.C), np.int64(0)), X, Y, alpha, beta, matrix._cache, scatter)
     if matrix.format == "csc" and transpose and matrix.dtype == dtype:
         # A CSC's own arrays are A^T's CSR.
         return csr_spmm_device(matrix.indptr, matrix.indices, matrix.data, X, Y, alpha, beta, matrix._cache, "T")
@@ -183,7 +239,12 @@ def csr_spmm_device(indptr: Any, indices: Any, data: Any, X: Any, Y: Any, alpha:
     m, k = Y.shape
     if m == 0 or k == 0:
         return Y
-    if element_strides(X)[0] == 1 or X.shape[0] <= 1:
+    if column_major(X):
+        import cupy
+
+        if stages(cache, f"spmm_scatter{key}", lambda: csr_scatter(indptr, indices, cupy), X, Y):
+            return staged_spmm(lambda x, y, a, b: csr_spmm_device(indptr, indices, data, x, y, a, b, cache, key),
+                               X, Y, alpha, beta)
         lanes = lanes_per_row(data.size / m)
         split = cached_long_rows(cache, key, indptr, LANE_SEGMENT * lanes)
         launch, kernels = column_launch(lanes), CSR_COLS
@@ -250,12 +311,17 @@ def launch_column_tiles(kernels: KernelFile, template: str, lanes: int, arrays: 
 # --------------------------------------------------------------------------- ELL and SELL launches
 
 
-def padded_spmm_device(layout: tuple[Any, ...], X: Any, Y: Any, alpha: Any, beta: Any) -> Any:
+def padded_spmm_device(layout: tuple[Any, ...], X: Any, Y: Any, alpha: Any, beta: Any, cache: dict,
+                       scatter: Callable[[], Scatter]) -> Any:
     """Y = alpha * A X + beta * Y over an ELL or direct SELL layout (GPU): ``layout`` is the
-    kernels' (indices, data, slice_ptr, perm, C, ELL width), null pointers where unused."""
+    kernels' (indices, data, slice_ptr, perm, C, ELL width), null pointers where unused;
+    ``scatter`` computes the layout's locality statistic (once, kept in ``cache``)."""
     m, k = Y.shape
     index_dtype = layout[0].dtype
-    if element_strides(X)[0] == 1 or X.shape[0] <= 1:
+    if column_major(X):
+        if stages(cache, "spmm_scatter_padded", scatter, X, Y):
+            return staged_spmm(lambda x, y, a, b: padded_spmm_device(layout, x, y, a, b, cache, scatter),
+                               X, Y, alpha, beta)
         launch_column_tiles(PADDED_COLS, "padded_spmm_cols<{{V}}, {{I}}, {tile}>", 1, layout, X, Y, alpha, beta,
                             m, None)
         return Y
@@ -268,3 +334,140 @@ def padded_spmm_device(layout: tuple[Any, ...], X: Any, Y: Any, alpha: Any, beta
            (*layout, X, np.int64(x_row), np.int64(x_col), Y, np.int64(y_row), np.int64(y_col), np.int64(k),
             alpha, beta, np.int64(m)))
     return Y
+
+
+# --------------------------------------------------------------------------- staging a column-major X
+
+
+def column_major(X: Any) -> bool:
+    """Whether the ``*_cols`` kernels read ``X``: row stride 1, or a single row."""
+    return element_strides(X)[0] == 1 or X.shape[0] <= 1
+
+
+@dataclass(frozen=True)
+class Scatter:
+    """A layout's locality statistic: of its ``entries`` stored entries, ``scattered`` have a
+    column farther than LOCAL_WINDOW from both neighbours' (see the module's docstring)."""
+
+    entries: int = 0
+    scattered: int = 0
+
+    def __add__(self, other: Scatter) -> Scatter:
+        return Scatter(self.entries + other.entries, self.scattered + other.scattered)
+
+
+def count_scattered(indices: Any, slots: Any, along: Any, across: Any, xp: Any) -> Scatter:
+    """The statistic over the stored entries at ``slots`` of ``indices`` (padding, columns below
+    0, left out): ``along`` and ``across`` hold the slots of each one's neighbours, the previous
+    entry of its row and the entry at its position in the previous row, -1 where there is none."""
+    cols = indices[slots].astype(np.int64)
+    near = xp.zeros(cols.shape, dtype=bool)
+    for neighbour in (along, across):
+        has = neighbour >= 0
+        other = indices[xp.where(has, neighbour, 0)].astype(np.int64)
+        near |= has & (other >= 0) & (xp.abs(cols - other) <= LOCAL_WINDOW)
+    stored = cols >= 0
+    return Scatter(int(stored.sum()), int((stored & ~near).sum()))
+
+
+def csr_scatter(indptr: Any, indices: Any, xp: Any) -> Scatter:
+    """The statistic of a CSR (``xp``: the module of its arrays), in passes of STATISTIC_CHUNK
+    entries: row i's entry at position p has neighbours at p - 1 of row i and p of row i - 1."""
+    total = Scatter()
+    first, last = int(indptr[0]), int(indptr[-1])
+    for start in range(first, last, STATISTIC_CHUNK):
+        slots = xp.arange(start, min(start + STATISTIC_CHUNK, last), dtype=np.int64)
+        rows = xp.searchsorted(indptr, slots.astype(indptr.dtype), side="right") - 1
+        row_start = indptr[rows].astype(np.int64)
+        position = slots - row_start
+        previous_start = indptr[xp.maximum(rows - 1, 0)].astype(np.int64)  # row_start itself for row 0
+        along = xp.where(position > 0, slots - 1, -1)
+        across = xp.where(previous_start + position < row_start, previous_start + position, -1)
+        total = total + count_scattered(indices, slots, along, across, xp)
+    return total
+
+
+def padded_scatter(indices: Any, slice_ptr: Any, C: int, xp: Any) -> Scatter:
+    """The statistic of an ELL (``slice_ptr`` None, ``C`` its row count) or SELL layout: slot
+    j * C + l of a slice, lane l, has neighbours at slot j - 1 of lane l and slot j of lane l - 1."""
+    flat = indices.reshape(-1)
+    if slice_ptr is None:
+        slice_ptr = xp.asarray([0, flat.size], dtype=np.int64)
+    total = Scatter()
+    last = int(slice_ptr[-1])
+    for start in range(0, last, STATISTIC_CHUNK):
+        slots = xp.arange(start, min(start + STATISTIC_CHUNK, last), dtype=np.int64)
+        offset = slots - slice_ptr[xp.searchsorted(slice_ptr, slots, side="right") - 1].astype(np.int64)
+        along = xp.where(offset >= C, slots - C, -1)
+        across = xp.where(offset % C > 0, slots - 1, -1)
+        total = total + count_scattered(flat, slots, along, across, xp)
+    return total
+
+
+def padded_statistic(indices: Any, slice_ptr: Any, C: int) -> Callable[[], Scatter]:
+    """:func:`padded_scatter` of a device layout, to compute when first needed."""
+    def compute() -> Scatter:
+        import cupy
+
+        return padded_scatter(indices, slice_ptr, int(C), cupy)
+    return compute
+
+
+def stages_for(scatter: Scatter, n: int, m: int, k: int, itemsize: int) -> bool:
+    """The rule: stage X (n x k, column-major) for an m-row product when k >= STAGE_MIN_K and
+    at least MIN_SCATTERED_SHARE of the entries are scattered and the sector bytes their
+    gathers waste per column exceed staging's per column."""
+    return (k >= STAGE_MIN_K and n > 1 and scatter.scattered >= MIN_SCATTERED_SHARE * scatter.entries > 0
+            and scatter.scattered * (SECTOR_BYTES - itemsize) > 2 * (n + m) * itemsize)
+
+
+def stages(cache: dict, name: str, compute: Callable[[], Scatter], X: Any, Y: Any) -> bool:
+    """:func:`stages_for` X and Y, the layout's statistic computed by ``compute`` once (kept in
+    ``cache`` under ``name``; never for fewer than STAGE_MIN_K columns), and the scratch fits in
+    free device memory."""
+    n, k = X.shape
+    if k < STAGE_MIN_K or n <= 1:
+        return False
+    if name not in cache:
+        cache[name] = compute()
+    if not stages_for(cache[name], n, Y.shape[0], k, Y.itemsize):
+        return False
+    rows = n + (0 if element_strides(Y)[1] == 1 else Y.shape[0])
+    try:
+        _validate.ensure_fits(rows * k * Y.itemsize, "the staging scratch", "gpu")
+    except ValueError:
+        return False  # no room to stage: the column-major kernels need none
+    return True
+
+
+def staged_spmm(product: Callable[[Any, Any, Any, Any], Any], X: Any, Y: Any, alpha: Any, beta: Any) -> Any:
+    """Y = alpha * A X + beta * Y by ``product`` (x, y, alpha, beta) over a row-major copy of
+    X, into Y itself when its column stride is 1, else into a row-major scratch copied back."""
+    import cupy
+
+    dtype = Y.dtype
+    one, zero = dtype.type(1), dtype.type(0)
+    rows_x = cupy.empty(X.shape, dtype)
+    copy_layout(X, rows_x, one, zero)
+    if element_strides(Y)[1] == 1:
+        product(rows_x, Y, alpha, beta)
+        return Y
+    rows_y = cupy.empty(Y.shape, dtype)
+    product(rows_x, rows_y, one, zero)
+    copy_layout(rows_y, Y, alpha, beta)
+    return Y
+
+
+def copy_layout(src: Any, dst: Any, alpha: Any, beta: Any) -> None:
+    """dst = alpha * src + beta * dst (same shape, any strides; dst not read when beta is zero)
+    by ``dense_transpose``, whose reads walk src's contiguous axis and whose writes walk dst's."""
+    (s0, s1), (d0, d1) = element_strides(src), element_strides(dst)
+    rows, cols = src.shape
+    if abs(s0) > abs(s1):  # src contiguous along its columns: the kernel's r is the column
+        rows, cols, s0, s1, d0, d1 = cols, rows, s1, s0, d1, d0
+    tiles = -(-rows // TRANSPOSE_TILE) * -(-cols // TRANSPOSE_TILE)
+    if tiles == 0:
+        return
+    kernel = TRANSPOSE.function("dense_transpose<{V}>", dst.dtype)
+    kernel((tiles,), (TRANSPOSE_THREADS,), (src, np.int64(s0), np.int64(s1), dst, np.int64(d0), np.int64(d1),
+                                           np.int64(rows), np.int64(cols), alpha, beta))

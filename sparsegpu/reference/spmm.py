@@ -68,3 +68,17 @@ def sell_spmm(slice_ptr, indices, data, perm, C, X, Y, alpha=1, beta=0):
     rows = perm[rank[stored]].astype(np.int64)
     sums = row_sums(rows, indices[stored], data[stored], X, n_rows, Y.dtype)
     return combine_block(Y, sums, alpha, beta)
+
+
+def dense_transpose(src, s_r, s_c, dst, d_r, d_c, rows, cols, alpha=1, beta=0):
+    """Reference of kernels/spmm.cu ``dense_transpose`` over flat arrays: dst(r, c) = alpha *
+    src(r, c) + beta * dst(r, c) for r < rows, c < cols, src(r, c) at ``src[r * s_r + c * s_c]``
+    and dst(r, c) at ``dst[r * d_r + c * d_c]`` (element strides); dst not read when beta is
+    zero. Returns dst."""
+    r = np.arange(rows, dtype=np.int64)[:, None]
+    c = np.arange(cols, dtype=np.int64)[None, :]
+    at = r * d_r + c * d_c
+    values = src[r * s_r + c * s_c]
+    dtype = dst.dtype.type
+    dst[at] = scaled(alpha, values, dtype) if beta == 0 else scaled(alpha, values, dtype) + dtype(beta) * dst[at]
+    return dst
