@@ -146,7 +146,7 @@ class PackedProduct:
         self.shapes = [(launch.grid, launch.block, launch.shared) for launch in launches]
         self.slots: dict[str, list[Any]] = {"x": [], "y": [], "alpha": [], "beta": []}
         self.scratch: list[tuple[Scratch, list[Any]]] = []  # each array and the arguments holding it
-        self.keep = [launch.arguments for launch in launches]  # the arrays whose addresses are packed
+        self.records = list(launches)  # also keeps alive the arrays whose addresses are packed
         scratch_slots: dict[int, tuple[Scratch, list[Any]]] = {}
         markers = {id(X): "x", id(Y): "y", id(ALPHA): "alpha", id(BETA): "beta"}
         for launch, packed in zip(launches, self.launches):
