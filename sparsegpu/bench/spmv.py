@@ -325,7 +325,7 @@ def _format_costs(A: Any, x: Any, y: Any, formats: Sequence[str],
     for name in formats:
         try:
             B = A.asformat(name, **({"max_fill": None} if name == "ell" else {}))
-            out[name] = {"status": "ok", "matmul": costs(lambda: B @ x), "spmv": costs(lambda: B.spmv(x, y))}
+            out[name] = {"status": "ok", "matmul": costs(lambda B=B: B @ x), "spmv": costs(lambda B=B: B.spmv(x, y))}
         except Exception as exc:  # report and go on to the next format
             out[name] = {"status": f"{type(exc).__name__}: {exc}"}
     return out

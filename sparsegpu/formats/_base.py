@@ -29,7 +29,6 @@ from sparsegpu._backend import (
 from sparsegpu.formats import _spgemm, _spmm
 from sparsegpu.formats._arithmetic import ArithmeticMixin
 from sparsegpu.formats._fast_product import FAST, fast_product
-from sparsegpu.formats._vector_products import VectorProductsMixin
 from sparsegpu.formats._scipy import (  # noqa: F401  (re-exported for the layers above)
     as_scipy_sparse,
     canonical_scipy,
@@ -37,6 +36,7 @@ from sparsegpu.formats._scipy import (  # noqa: F401  (re-exported for the layer
     host_copy,
     scipy_product,
 )
+from sparsegpu.formats._vector_products import VectorProductsMixin
 
 
 def format_key(format: Any) -> str:

@@ -30,7 +30,7 @@ from sparsegpu.formats._base import (
     host_copy,
     to_backend,
 )
-from sparsegpu.formats._fast_product import ALPHA, BETA, X, Y, Launch, Scratch
+from sparsegpu.formats._fast_product import ALPHA, BETA, Launch, Scratch, X, Y
 from sparsegpu.primitives import dot_scratch
 
 THREADS_PER_ROW = (1, 2, 4, 8, 16, 32)

@@ -19,7 +19,7 @@ from sparsegpu._backend import (
 from sparsegpu._kernels import KernelFile, blocks_for
 from sparsegpu.formats._base import SparseMatrix, host_copy, to_backend
 from sparsegpu.formats._compressed import scale_in_place
-from sparsegpu.formats._fast_product import ALPHA, X, Y, Launch, Scratch
+from sparsegpu.formats._fast_product import ALPHA, Launch, Scratch, X, Y
 from sparsegpu.formats.csr import CSR
 
 TILE = 512  # kernels/spmv_coo.cu TILE

@@ -23,7 +23,7 @@ from sparsegpu._kernels import KernelFile, blocks_for, device_properties
 from sparsegpu.formats import _semiring
 from sparsegpu.formats._base import SparseMatrix
 from sparsegpu.formats._compressed import NULL_POINTER, dot_scratch
-from sparsegpu.formats._fast_product import ALPHA, BETA, X, Y, Launch
+from sparsegpu.formats._fast_product import ALPHA, BETA, Launch, X, Y
 from sparsegpu.formats.csr import CSR
 from sparsegpu.reference import regular as reference
 from sparsegpu.reference.spmv import dot_into

@@ -46,7 +46,13 @@ from sparsegpu import convert, primitives
 from sparsegpu._backend import deterministic
 from sparsegpu._kernels import blocks_for
 from sparsegpu.formats._fast_product import Launch
-from sparsegpu.formats.coo import ATOMIC_BLOCK, COO_KERNELS, atomic_launch, reduce_launches, reduce_sorted_by_key
+from sparsegpu.formats.coo import (
+    ATOMIC_BLOCK,
+    COO_KERNELS,
+    atomic_launch,
+    reduce_launches,
+    reduce_sorted_by_key,
+)
 from sparsegpu.formats.ell import (
     RegularMatrix,
     csr_from_positions,

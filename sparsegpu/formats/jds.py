@@ -14,7 +14,7 @@ import numpy as np
 
 from sparsegpu import convert, primitives
 from sparsegpu._kernels import KernelFile, blocks_for
-from sparsegpu.formats._fast_product import ALPHA, BETA, X, Y, Launch
+from sparsegpu.formats._fast_product import ALPHA, BETA, Launch, X, Y
 from sparsegpu.formats.ell import (
     RegularMatrix,
     csr_from_positions,

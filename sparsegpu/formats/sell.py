@@ -58,7 +58,7 @@ from sparsegpu._kernels import (
 )
 from sparsegpu.formats import _semiring
 from sparsegpu.formats._compressed import NULL_POINTER
-from sparsegpu.formats._fast_product import ALPHA, BETA, X, Y, Launch
+from sparsegpu.formats._fast_product import ALPHA, BETA, Launch, X, Y
 from sparsegpu.formats.ell import (
     RegularMatrix,
     csr_from_positions,

@@ -20,12 +20,12 @@ from sparsegpu.formats._fast_product import (
     BETA,
     POINTER,
     VALUE_TYPES,
-    X,
-    Y,
     FastProduct,
     Launch,
     PackedProduct,
     Scratch,
+    X,
+    Y,
     parameter_type,
 )
 from tests.conftest import REAL_MATRICES, to_numpy
@@ -188,7 +188,7 @@ def test_signature_cache_declines_until_accepted():
 
 
 def test_signature_cache_refuses_what_the_checks_must_see():
-    product, module, calls = make_fast()
+    product, _, calls = make_fast()
     x, y = FakeArray(0x10000, 5), FakeArray(0x20000, 6)
     product.accept(x, x, y)
     declined = [
@@ -209,7 +209,7 @@ def test_signature_cache_refuses_what_the_checks_must_see():
     for args in declined:
         assert product(*args) is None, args
     assert calls == []
-    square, s_module, s_calls = make_fast(n_rows=5)
+    square, _, _ = make_fast(n_rows=5)
     xs = FakeArray(0x10000, 5)
     square.accept(xs, xs, xs)
     assert square(xs, xs, 1, 0) is None  # y is x
@@ -233,7 +233,7 @@ def test_accept_records_only_what_was_used_as_given():
 
 
 def test_complex_scalars_pack_as_pairs():
-    product, module, calls = make_fast(dtype=np.complex64)
+    product, _, calls = make_fast(dtype=np.complex64)
     x, y = FakeArray(0x10000, 5, np.complex64), FakeArray(0x20000, 6, np.complex64)
     product.accept(x, x, y)
     assert product(x, y, 1 + 2j, np.complex128(-0.5j)) is y
