@@ -531,3 +531,20 @@ def test_empty_matrices(rng):
                 assert A.spmv(x, y) is y
                 assert not bool(cupy.isnan(y).any()) and not bool(y.any())
                 assert (A @ x).shape == (shape[0],)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("hot,stage_first", [(4, 1), (9000, None)])
+def test_sell_staged_hot_columns(hot, stage_first, rng, monkeypatch):
+    """SELL with sell_stage_hot before the product (two launches), and with 72 KiB of staged
+    float64 values (the kernel opted in to more dynamic shared memory than the default)."""
+    from sparsegpu.formats import sell
+
+    if stage_first is not None:
+        monkeypatch.setattr(sell, "HOT_STAGE_FIRST", stage_first)
+    S = sp.csr_array(sp.random_array((300, 9000), density=0.05, rng=rng))
+    A = sell.SELL.from_scipy(S, backend="gpu", hot=hot)
+    assert A.hot == hot
+    check_fast_against_general(A, rng, monkeypatch)
+    fast = A._cache[(_fast_product.FAST, A._fast_key())]
+    assert len(fast.packed.records) == 2 and fast.packed.shapes[-1][2] == hot * 8
