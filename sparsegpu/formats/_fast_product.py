@@ -110,6 +110,11 @@ def is_device_array(a: Any) -> bool:
     return hasattr(a, "data") and hasattr(a.data, "ptr")
 
 
+def address(a: Any) -> int:
+    """A device array's address."""
+    return int(a.data.ptr)
+
+
 def parameter_type(argument: Any, value_dtype: Any) -> type:
     """The ctypes type of a launch argument (see the module docstring); TypeError for an
     argument with no fixed C type (a Python int, whose width CuPy would guess).
@@ -156,7 +161,7 @@ class PackedProduct:
                 elif isinstance(argument, Scratch):
                     scratch_slots.setdefault(id(argument), (argument, []))[1].append(storage)
                 elif is_device_array(argument):
-                    storage.value = int(argument.data.ptr)
+                    storage.value = address(argument)
                 else:
                     storage.value = int(argument)
         self.scratch = list(scratch_slots.values())
@@ -265,7 +270,7 @@ class FastProduct:
         if arrays is None:
             arrays = [self.cupy.empty(s.size, s.dtype) for s, _ in self.packed.scratch]
             self.scratch_by_stream[stream] = arrays
-        self.packed.set_scratch([a.data.ptr for a in arrays])
+        self.packed.set_scratch([address(a) for a in arrays])
         self.stream = stream
 
 
