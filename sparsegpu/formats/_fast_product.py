@@ -165,16 +165,25 @@ class PackedProduct:
                 else:
                     storage.value = int(argument)
         self.scratch = list(scratch_slots.values())
+        self.x_slots, self.y_slots = tuple(self.slots["x"]), tuple(self.slots["y"])
+        self.alpha_slots, self.beta_slots = tuple(self.slots["alpha"]), tuple(self.slots["beta"])
+        self.bind_launches()
+
+    def bind_launches(self) -> None:
+        """Gather what each launch's driver call takes, once (launches without a kernel have none)."""
+        self.calls = [(packed.launch_kernel, packed.handle, grid, block, shared, packed.parameters_address)
+                      for packed, (grid, block, shared) in zip(self.launches, self.shapes)
+                      if hasattr(packed, "launch_kernel")]
 
     def set_call(self, x_pointer: int, y_pointer: int, alpha: Any, beta: Any) -> None:
         """Write one call's arguments into every launch."""
-        for storage in self.slots["x"]:
+        for storage in self.x_slots:
             storage.value = x_pointer
-        for storage in self.slots["y"]:
+        for storage in self.y_slots:
             storage.value = y_pointer
-        for storage in self.slots["alpha"]:
+        for storage in self.alpha_slots:
             set_scalar(storage, alpha)
-        for storage in self.slots["beta"]:
+        for storage in self.beta_slots:
             set_scalar(storage, beta)
 
     def set_scratch(self, pointers: Sequence[int]) -> None:
@@ -185,8 +194,8 @@ class PackedProduct:
 
     def launch(self, stream: int) -> None:
         """Launch every kernel on ``stream`` (a CUDA stream handle)."""
-        for packed, (grid, block, shared) in zip(self.launches, self.shapes):
-            packed.launch_kernel(packed.handle, grid, 1, 1, block, 1, 1, shared, stream, packed.parameters_address, 0)
+        for launch_kernel, handle, grid, block, shared, parameters in self.calls:
+            launch_kernel(handle, grid, 1, 1, block, 1, 1, shared, stream, parameters, 0)
 
 
 def signature(a: Any) -> tuple:

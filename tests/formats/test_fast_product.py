@@ -126,6 +126,7 @@ def recording(product: FastProduct) -> list[tuple]:
                 isinstance(a, ctypes.Structure) for a in packed.arguments) else
                 [(a.re, a.im) if isinstance(a, ctypes.Structure) else a.value for a in packed.arguments]))
         packed.launch_kernel = launch
+    product.packed.bind_launches()
     return calls
 
 
