@@ -535,17 +535,22 @@ def test_empty_matrices(rng):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("hot,stage_first", [(4, 1), (9000, None)])
-def test_sell_staged_hot_columns(hot, stage_first, rng, monkeypatch):
-    """SELL with sell_stage_hot before the product (two launches), and with 72 KiB of staged
-    float64 values (the kernel opted in to more dynamic shared memory than the default)."""
+@pytest.mark.parametrize("many", [False, True])
+def test_sell_staged_hot_columns(many, rng, monkeypatch):
+    """SELL with sell_stage_hot before the product (two launches): 4 hot columns staged first,
+    and over 4096 (float64 values past the default 48 KiB: the kernel opted in to more shared
+    memory)."""
     from sparsegpu.formats import sell
+    from tests.formats.test_sell_long_rows import hot_matrix
 
-    if stage_first is not None:
-        monkeypatch.setattr(sell, "HOT_STAGE_FIRST", stage_first)
-    S = sp.csr_array(sp.random_array((300, 9000), density=0.05, rng=rng))
-    A = sell.SELL.from_scipy(S, backend="gpu", hot=hot)
-    assert A.hot == hot
+    if many:
+        S = sp.csr_array(sp.random_array((300, 9000), density=0.05, rng=rng))
+        A = sell.SELL.from_scipy(S, backend="gpu", hot=9000)
+        assert A.hot >= sell.HOT_STAGE_FIRST
+    else:
+        monkeypatch.setattr(sell, "HOT_STAGE_FIRST", 1)
+        A = sell.SELL.from_scipy(hot_matrix(rng), backend="gpu", hot=4)
+        assert A.hot == 4
     check_fast_against_general(A, rng, monkeypatch)
     fast = A._cache[(_fast_product.FAST, A._fast_key())]
-    assert len(fast.packed.records) == 2 and fast.packed.shapes[-1][2] == hot * 8
+    assert len(fast.packed.records) == 2 and fast.packed.shapes[-1][2] == A.hot * 8
