@@ -188,11 +188,31 @@ def test_extras_on_cpu(tmp_path):
     assert code == 0 and "spmv" not in payload
     assert not (tmp_path / "bench.png").exists()
     assert payload["python_overhead"]["call_us"] > 0
+    per_format = payload["python_overhead"]["formats"]
+    assert set(per_format) == set(spmv.OVERHEAD_FORMATS)
+    for entry in per_format.values():
+        assert entry["status"] == "ok" and entry["matmul"]["call_us"] > 0 and entry["spmv"]["call_us"] > 0
     impls = {(r["op"], r["dtype"], r["impl"]) for r in payload["primitives"]}
     assert ("histogram", "int32", "numpy") in impls
     assert all(r["status"] == "ok" for r in payload["primitives"])
     assert {r["impl"] for r in payload["cg"]} >= {"scipy"}
     assert all(r["status"] == "ok" and r["ms_per_iteration"] > 0 for r in payload["cg"])
+
+
+def test_overhead_table_lists_every_format():
+    from sparsegpu.bench import report
+
+    costs = {"call_us": 12.0, "kernel_us": 4.0, "issue_us": 5.0, "overhead_us": 8.0}
+    payload = {"python_overhead": {"rows": 1000, **costs, "floor_us": 10.0, "cupyx": {**costs, "call_us": 30.0},
+                                   "formats": {"csr": {"status": "ok", "matmul": costs, "spmv": {**costs, "call_us": 11.5}},
+                                               "ell": {"status": "ValueError: too wide"}}}}
+    title, headers, rows = report.overhead_table(payload)
+    assert "13" in title and headers == ["call", "call_us", "kernel_us", "issue_us", "overhead_us", "floor_us"]
+    assert [r[0] for r in rows] == ["sparsegpu CSR.spmv", "cupyx A @ x", "CSR A @ x", "CSR A.spmv(x, y)",
+                                    "ELL (failed: ValueError: too wide)"]
+    assert rows[1][1] == "30.0" and rows[3][1] == "11.5" and rows[3][-1] == "10.0" and rows[4][1] == "-"
+    old_payload = {"python_overhead": {"rows": 1000, "call_us": 9.0}}  # CPU payloads of earlier versions
+    assert report.overhead_table(old_payload)[2] == [["sparsegpu CSR.spmv", "9.0"]]
 
 
 def test_matrix_and_format_selection():
@@ -262,6 +282,13 @@ def test_bench_on_gpu_small(tmp_path):
         assert all(o["status"] in ("ok", "refused") for o in r["outcomes"].values())
     overhead = payload["python_overhead"]
     assert 0 < overhead["kernel_us"] < overhead["call_us"]
+    assert overhead["cupyx"]["call_us"] > 0 and overhead["floor_us"] > 0
+    for name in spmv.OVERHEAD_FORMATS:
+        entry = overhead["formats"][name]
+        assert entry["status"] == "ok", (name, entry["status"])
+        for form in ("matmul", "spmv"):
+            assert 0 < entry[form]["kernel_us"] < entry[form]["call_us"]
+            assert entry[form]["overhead_us"] == entry[form]["call_us"] - entry[form]["kernel_us"]
 
 
 def test_first_call_runs_each_format_in_a_fresh_process(tmp_path, capsys):

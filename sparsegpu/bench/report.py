@@ -132,12 +132,25 @@ def cg_table(payload: dict[str, Any]) -> Table:
 
 
 def overhead_table(payload: dict[str, Any]) -> Table:
+    """Per-call costs: CSR's ``spmv(x, y)``, cupyx's ``A @ x``, then every format's ``A @ x`` and
+    ``A.spmv(x, y)`` (payloads without ``formats`` print the first two rows only)."""
     o = payload["python_overhead"]
     keys = [k for k in ("call_us", "kernel_us", "issue_us", "overhead_us", "floor_us") if k in o]
-    rows = [["sparsegpu CSR.spmv", *[f"{o[k]:.1f}" for k in keys]]]
+
+    def figures(costs: dict[str, Any]) -> list[str]:
+        return [f"{costs.get(k, o.get(k, math.nan) if k == 'floor_us' else math.nan):.1f}" for k in keys]
+
+    rows = [["sparsegpu CSR.spmv", *figures(o)]]
     if "cupyx" in o:
-        rows.append(["cupyx A @ x", *[f"{o['cupyx'].get(k, math.nan):.1f}" for k in keys]])
-    return f"Python overhead, {o['rows']}-row CSR (microseconds; target overhead_us <= 15)", ["call", *keys], rows
+        rows.append(["cupyx A @ x", *figures(o["cupyx"])])
+    for name, entry in o.get("formats", {}).items():
+        if entry.get("status", "ok") != "ok":
+            rows.append([f"{name.upper()} (failed: {entry['status']})", *["-"] * len(keys)])
+            continue
+        rows.append([f"{name.upper()} A @ x", *figures(entry["matmul"])])
+        rows.append([f"{name.upper()} A.spmv(x, y)", *figures(entry["spmv"])])
+    return (f"Per-call cost, {o['rows']}-row matrix, 8 per row (microseconds; target call_us <= 13 on the GPU)",
+            ["call", *keys], rows)
 
 
 def tables(payload: dict[str, Any]) -> list[Table]:

@@ -280,32 +280,55 @@ def bench_matrix(S: Any, formats: Sequence[str], dtype: Any, backend: str, repea
     return result
 
 
-def python_overhead(backend: str, repeat: int = 200, rows: int = 1000) -> dict[str, Any]:
-    """Host cost of one ``A.spmv(x, y)`` call on a ``rows``-row CSR (8 entries per row).
+#: The formats whose per-call cost :func:`python_overhead` reports: every one the advisor can pick.
+OVERHEAD_FORMATS = ("csr", "ell", "sell", "hyb", "jds", "csc", "coo")
+
+
+def python_overhead(backend: str, repeat: int = 200, rows: int = 1000,
+                    formats: Sequence[str] = OVERHEAD_FORMATS) -> dict[str, Any]:
+    """Host cost of one product call on a small matrix (``rows`` rows, 8 entries per row).
 
     GPU: ``call_us`` is the median of (call + device synchronise) on an idle GPU;
     ``kernel_us`` the GPU time of one call's kernels alone (events around calls queued while
     the GPU is kept busy, so the host's issuing is hidden); ``issue_us`` the host time to
-    issue one call; ``overhead_us = call_us - kernel_us`` is what the per-call target (<= 15 us)
-    bounds. ``floor_us``: one tiny CuPy kernel + synchronise, the least a call can cost. The
-    same figures for cupyx's ``A @ x`` are under ``cupyx``. CPU: ``call_us`` only.
+    issue one call; ``overhead_us = call_us - kernel_us``. ``floor_us``: one tiny CuPy kernel +
+    synchronise, the least a call can cost. The top-level figures are CSR's ``A.spmv(x, y)``;
+    the same figures for cupyx's ``A @ x`` are under ``cupyx``, and for each of ``formats``,
+    under ``formats[name]["matmul"]`` (``A @ x``) and ``formats[name]["spmv"]``
+    (``A.spmv(x, y)``, y given), with ``status`` ``ok`` or the error a format gave. CPU:
+    ``call_us`` only.
     """
-
     S = datasets.random_uniform(rows, 8, seed=0)
     A = sparsegpu.CSR.from_scipy(S, backend=backend)
     x = sparsegpu.formats._base.to_backend(make_vectors(rows, np.float64, 1)[0], backend)
     y = sparsegpu._backend.array_module(backend).empty(rows)
     if backend != "gpu":
-        return {"rows": rows, "call_us": measure(lambda i: A.spmv(x, y), backend, repeat).seconds * 1e6}
+        def costs(call: Callable[[], Any]) -> dict[str, float]:
+            return {"call_us": measure(lambda i: call(), backend, repeat).seconds * 1e6}
+
+        return {"rows": rows, **costs(lambda: A.spmv(x, y)), "formats": _format_costs(A, x, y, formats, costs)}
     import cupyx.scipy.sparse as csp
 
+    def costs(call: Callable[[], Any]) -> dict[str, float]:
+        measured = _call_costs(call, repeat)
+        return {**measured, "overhead_us": measured["call_us"] - measured["kernel_us"]}
+
     matrix = csp.csr_matrix((A.data, A.indices, A.indptr), shape=A.shape)
-    result = {"rows": rows, **_call_costs(lambda: A.spmv(x, y), repeat),
-              "floor_us": _call_costs(lambda: y.fill(0), repeat)["call_us"],
-              "cupyx": _call_costs(lambda: matrix @ x, repeat)}
-    result["overhead_us"] = result["call_us"] - result["kernel_us"]
-    result["cupyx"]["overhead_us"] = result["cupyx"]["call_us"] - result["cupyx"]["kernel_us"]
-    return result
+    return {"rows": rows, **costs(lambda: A.spmv(x, y)), "floor_us": _call_costs(lambda: y.fill(0), repeat)["call_us"],
+            "cupyx": costs(lambda: matrix @ x), "formats": _format_costs(A, x, y, formats, costs)}
+
+
+def _format_costs(A: Any, x: Any, y: Any, formats: Sequence[str],
+                  costs: Callable[[Callable[[], Any]], dict[str, float]]) -> dict[str, Any]:
+    """``costs`` of ``B @ x`` and ``B.spmv(x, y)`` for ``A`` in each of ``formats``."""
+    out: dict[str, Any] = {}
+    for name in formats:
+        try:
+            B = A.asformat(name, **({"max_fill": None} if name == "ell" else {}))
+            out[name] = {"status": "ok", "matmul": costs(lambda B=B: B @ x), "spmv": costs(lambda B=B: B.spmv(x, y))}
+        except Exception as exc:  # report and go on to the next format
+            out[name] = {"status": f"{type(exc).__name__}: {exc}"}
+    return out
 
 
 def _call_costs(call: Callable[[], Any], repeat: int) -> dict[str, float]:

@@ -20,6 +20,7 @@ from sparsegpu import _validate
 from sparsegpu._backend import (
     Backend,
     array_module,
+    deterministic,
     is_device_array,
     resolve_backend,
     to_backend,
@@ -27,7 +28,7 @@ from sparsegpu._backend import (
 )
 from sparsegpu.formats import _spgemm, _spmm
 from sparsegpu.formats._arithmetic import ArithmeticMixin
-from sparsegpu.formats._vector_products import VectorProductsMixin
+from sparsegpu.formats._fast_product import FAST, fast_product
 from sparsegpu.formats._scipy import (  # noqa: F401  (re-exported for the layers above)
     as_scipy_sparse,
     canonical_scipy,
@@ -35,6 +36,7 @@ from sparsegpu.formats._scipy import (  # noqa: F401  (re-exported for the layer
     host_copy,
     scipy_product,
 )
+from sparsegpu.formats._vector_products import VectorProductsMixin
 
 
 def format_key(format: Any) -> str:
@@ -285,6 +287,12 @@ class SparseMatrix(VectorProductsMixin, ArithmeticMixin):
 
 
     def __matmul__(self, x: Any) -> Any:
+        if self._backend == "gpu":
+            fast = self._cache.get((FAST, self._fast_key()))
+            if fast is not None:
+                out = fast(x, None, 1, 0)
+                if out is not None:
+                    return out
         if sp.issparse(x) or isinstance(x, (SparseMatrix, TransposedOperator)):
             return _spgemm.spgemm(self, x)  # sparse times sparse: a CSR, SciPy's pattern
         _check_operand_ndim(x)
@@ -349,8 +357,17 @@ class SparseMatrix(VectorProductsMixin, ArithmeticMixin):
         return _spmm.spmm(self, X, Y, alpha, beta, transpose=False)
 
     def _product(self, x: Any, y: Any, alpha: Any, beta: Any, transpose: bool) -> Any:
+        if not transpose and self._backend == "gpu":
+            # The fast path (sparsegpu.formats._fast_product): a CuPy x and y of signatures
+            # accepted before, plain alpha and beta; None sends the call through the checks below.
+            fast = self._cache.get((FAST, self._fast_key()))
+            if fast is not None:
+                out = fast(x, y, alpha, beta)
+                if out is not None:
+                    return out
         m, n = self._shape[::-1] if transpose else self._shape
         dtype = self._dtype
+        given_x = x
         x = _validate.check_vector(x, n, dtype)
         if y is not None:
             _validate.check_out(y, m, dtype, x)
@@ -370,7 +387,12 @@ class SparseMatrix(VectorProductsMixin, ArithmeticMixin):
             import cupy
 
             out = cupy.empty(m, dtype) if y is None else y
-            return self._spmv(x, out, alpha, beta, transpose)
+            result = self._spmv(x, out, alpha, beta, transpose)
+            if not transpose:  # the checks passed: later calls like this one may skip them
+                fast = fast_product(self, self._fast_key())
+                if fast is not None:
+                    fast.accept(given_x, x, y)
+            return result
         # NumPy in, NumPy out: upload, compute, download (into y when given).
         import cupy
 
@@ -439,6 +461,18 @@ class SparseMatrix(VectorProductsMixin, ArithmeticMixin):
 
     def _spmv(self, x: Any, y: Any, alpha: Any, beta: Any, transpose: bool) -> Any:
         raise NotImplementedError
+
+    def _packed_launches(self) -> tuple[list[Any], bool] | None:
+        """The GPU launches of ``_spmv``'s product (not transposed), as
+        :class:`sparsegpu.formats._fast_product.Launch` records, and whether y is scaled by beta
+        before them; None: this format has no fast path. Called once the general path has run
+        a product (so its launch plans are cached)."""
+        return None
+
+    def _fast_key(self) -> Any:
+        """What selects the launches of the product besides the matrix (a fast product is
+        kept per value): the deterministic option by default."""
+        return deterministic()
 
     # ------------------------------------------------------------------ movement
     def asbackend(self, backend: str) -> SparseMatrix:

@@ -30,6 +30,7 @@ from sparsegpu.formats._base import (
     host_copy,
     to_backend,
 )
+from sparsegpu.formats._fast_product import ALPHA, BETA, Launch, Scratch, X, Y
 from sparsegpu.primitives import dot_scratch
 
 THREADS_PER_ROW = (1, 2, 4, 8, 16, 32)
@@ -156,6 +157,22 @@ def gather_spmv(plan: GatherPlan, indptr: Any, indices: Any, data: Any, x: Any, 
             (plan.long_rows, plan.chunk_first, partials, y, alpha, beta, indptr.dtype.type(plan.n_long)),
         )
     return y
+
+
+def gather_launches(plan: GatherPlan, indptr: Any, indices: Any, data: Any) -> list[Launch]:
+    """The launches of :func:`gather_spmv` (without a dot) as packed-launch records: the same
+    kernels, grids and arguments, x, y, alpha, beta and the long rows' partial sums as markers."""
+    launches = [Launch(plan.rows_kernel, plan.rows_grid, ROWS_BLOCK,
+                       (indptr, indices, data, X, Y, ALPHA, BETA, plan.n_major, plan.long_row_scalar,
+                        *(NULL_POINTER,) * 4))]
+    if plan.n_long:
+        partials = Scratch(plan.n_chunks, data.dtype)
+        launches.append(Launch(plan.chunks_kernel, plan.n_chunks, LONG_BLOCK,
+                               (indptr, indices, data, X, plan.long_rows, plan.chunk_first, plan.chunk_slot, partials)))
+        launches.append(Launch(plan.finish_kernel, blocks_for(plan.n_long * 32, 256), 256,
+                               (plan.long_rows, plan.chunk_first, partials, Y, ALPHA, BETA,
+                                indptr.dtype.type(plan.n_long))))
+    return launches
 
 
 def semiring_gather(plan: GatherPlan, indptr: Any, indices: Any, data: Any, x: Any, y: Any, semiring: Any,
@@ -322,6 +339,14 @@ class CompressedMatrix(SparseMatrix):
             return gather_spmv(self._plan("swapped_plan", indptr), indptr, indices, data, x, y, alpha, beta)
         return self._scatter(x, y, alpha, beta)
 
+    def _packed_launches(self) -> tuple[list[Launch], bool]:
+        if self._major_axis == 0:
+            return gather_launches(self._plan("plan", self.indptr), self.indptr, self.indices, self.data), False
+        if deterministic():
+            data, indices, indptr = self._swapped_arrays()
+            return gather_launches(self._plan("swapped_plan", indptr), indptr, indices, data), False
+        return self._scatter_launches(), True
+
     def _semiring_csr(self) -> Any:
         return self if self._major_axis == 0 else super()._semiring_csr()
 
@@ -362,6 +387,17 @@ class CompressedMatrix(SparseMatrix):
             (self.indptr, self.indices, self.data, x, y, alpha, self._index_dtype.type(n_major)),
         )
         return y
+
+    def _scatter_launches(self) -> list[Launch]:
+        """:meth:`_scatter`'s launch (after y = beta * y) as a packed-launch record: none for an
+        empty matrix."""
+        n_major = self.indptr.size - 1
+        if n_major == 0 or self.nnz == 0:
+            return []
+        tpc = self._cache.get("threads_per_row") or threads_per_row(self.nnz / n_major)
+        kernel = SCATTER_KERNELS.function(f"csc_spmv_scatter<{{V}}, {{I}}, {tpc}>", self._dtype, self._index_dtype)
+        return [Launch(kernel, blocks_for(n_major * tpc, SCATTER_BLOCK), SCATTER_BLOCK,
+                       (self.indptr, self.indices, self.data, X, Y, ALPHA, self._index_dtype.type(n_major)))]
 
 #: The constructor's sections of CSR's and CSC's class docstrings (the same arguments, major and
 #: minor axes swapped), put in place of their ``%(constructor)s`` line.

@@ -19,6 +19,7 @@ from sparsegpu._backend import (
 from sparsegpu._kernels import KernelFile, blocks_for
 from sparsegpu.formats._base import SparseMatrix, host_copy, to_backend
 from sparsegpu.formats._compressed import scale_in_place
+from sparsegpu.formats._fast_product import ALPHA, Launch, Scratch, X, Y
 from sparsegpu.formats.csr import CSR
 
 TILE = 512  # kernels/spmv_coo.cu TILE
@@ -54,6 +55,35 @@ def reduce_sorted_by_key(keys: Any, cols: Any, vals: Any, x: Any, y: Any, alpha:
             break
         keys, vals, gather, n = carry_keys, carry_vals, False, 2 * n_tiles
     return y
+
+
+def reduce_launches(keys: Any, cols: Any, vals: Any) -> list[Launch]:
+    """The launches of :func:`reduce_sorted_by_key` with an x (the product's tree) as
+    packed-launch records: the same kernels, grids and arguments, x, y and alpha as markers and
+    each level's carries as scratch."""
+    value_dtype, index_dtype = vals.dtype, keys.dtype
+    launches, gather, n = [], True, keys.size
+    while n:
+        n_tiles = -(-n // TILE)
+        last = n_tiles == 1
+        carry_keys = keys if last else Scratch(2 * n_tiles, index_dtype)
+        carry_vals = vals if last else Scratch(2 * n_tiles, value_dtype)
+        kernel = COO_KERNELS.function(f"coo_reduce_tiles<{{V}}, {{I}}, {'true' if gather else 'false'}>", value_dtype,
+                                      index_dtype)
+        launches.append(Launch(kernel, blocks_for(n_tiles * 32, TILE_BLOCK), TILE_BLOCK,
+                               (keys, cols if gather else keys, vals, X if gather else vals, np.int64(n), Y, ALPHA,
+                                carry_keys, carry_vals, np.int64(n_tiles))))
+        if last:
+            break
+        keys, vals, gather, n = carry_keys, carry_vals, False, 2 * n_tiles
+    return launches
+
+
+def atomic_launch(rows: Any, cols: Any, data: Any, value_dtype: Any, index_dtype: Any) -> Launch:
+    """The atomic product's launch (``coo_spmv_atomic``, after y = beta * y) as a packed-launch record."""
+    kernel = COO_KERNELS.function("coo_spmv_atomic<{V}, {I}>", value_dtype, index_dtype)
+    return Launch(kernel, blocks_for(data.size, ATOMIC_BLOCK), ATOMIC_BLOCK,
+                  (rows, cols, data, X, np.int64(data.size), Y, ALPHA))
 
 
 def canonical_coo(rows: Any, cols: Any, data: Any, shape: tuple[int, int], xp: Any) -> tuple[Any, Any, Any]:
@@ -231,3 +261,10 @@ class COO(SparseMatrix):
         kernel = COO_KERNELS.function("coo_spmv_atomic<{V}, {I}>", self._dtype, self._index_dtype)
         kernel((blocks_for(self.nnz, ATOMIC_BLOCK),), (ATOMIC_BLOCK,), (keys, others, self.data, x, np.int64(self.nnz), y, alpha))
         return y
+
+    def _packed_launches(self) -> tuple[list[Launch], bool]:
+        if self.nnz == 0:
+            return [], True
+        if deterministic():
+            return reduce_launches(self.row, self.col, self.data), True
+        return [atomic_launch(self.row, self.col, self.data, self._dtype, self._index_dtype)], True

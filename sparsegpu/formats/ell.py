@@ -23,6 +23,7 @@ from sparsegpu._kernels import KernelFile, blocks_for, device_properties
 from sparsegpu.formats import _semiring
 from sparsegpu.formats._base import SparseMatrix
 from sparsegpu.formats._compressed import NULL_POINTER, dot_scratch
+from sparsegpu.formats._fast_product import ALPHA, BETA, Launch, X, Y
 from sparsegpu.formats.csr import CSR
 from sparsegpu.reference import regular as reference
 from sparsegpu.reference.spmv import dot_into
@@ -221,6 +222,16 @@ def ell_forward(indices: Any, data: Any, width: int, x: Any, y: Any, alpha: Any,
     return y
 
 
+def ell_launches(indices: Any, data: Any, width: int, n_rows: int) -> list[Launch]:
+    """:func:`ell_forward`'s launch (without a dot) as a packed-launch record: none for a
+    matrix without rows."""
+    if n_rows == 0:
+        return []
+    kernel = ELL_KERNELS.function("ell_spmv<{V}, {I}>", data.dtype, indices.dtype)
+    return [Launch(kernel, blocks_for(n_rows, ELL_BLOCK), ELL_BLOCK,
+                   (indices, data, np.int64(width), np.int64(n_rows), X, Y, ALPHA, BETA, *(NULL_POINTER,) * 4))]
+
+
 class ELL(RegularMatrix):
     """ELLPACK matrix: every row padded to ``width`` (the longest row's length) and stored
     column-major, slot k of row r at ``k * n_rows + r`` in ``indices`` and ``data``; padding
@@ -307,6 +318,12 @@ class ELL(RegularMatrix):
 
     def _forward(self, x: Any, y: Any, alpha: Any, beta: Any) -> Any:
         return ell_forward(self.indices, self.data, self.width, x, y, alpha, beta)
+
+    def _packed_launches(self) -> tuple[list[Launch], bool]:
+        return ell_launches(self.indices, self.data, self.width, self._shape[0]), False
+
+    def _fast_key(self) -> Any:
+        return None  # the product does not depend on the deterministic option
 
     def _semiring_gpu(self, x: Any, out: Any, semiring: Any, mask: Any, complement: bool, **flags: Any) -> Any:
         if flags:  # presence flags (a sparse x) run over the CSR

@@ -45,11 +45,19 @@ import numpy as np
 from sparsegpu import convert, primitives
 from sparsegpu._backend import deterministic
 from sparsegpu._kernels import blocks_for
-from sparsegpu.formats.coo import ATOMIC_BLOCK, COO_KERNELS, reduce_sorted_by_key
+from sparsegpu.formats._fast_product import Launch
+from sparsegpu.formats.coo import (
+    ATOMIC_BLOCK,
+    COO_KERNELS,
+    atomic_launch,
+    reduce_launches,
+    reduce_sorted_by_key,
+)
 from sparsegpu.formats.ell import (
     RegularMatrix,
     csr_from_positions,
     ell_forward,
+    ell_launches,
     fill_slots,
     int_at_least,
     reject_params,
@@ -231,3 +239,12 @@ class HYB(RegularMatrix):
             (self.coo_row, self.coo_col, self.coo_data, x, np.int64(n_overflow), y, alpha),
         )
         return y
+
+    def _packed_launches(self) -> tuple[list[Launch], bool]:
+        launches = ell_launches(self.ell_indices, self.ell_data, self.width, self._shape[0])
+        if self.coo_data.size == 0:
+            return launches, False
+        if deterministic():
+            return launches + reduce_launches(self.coo_row, self.coo_col, self.coo_data), False
+        return launches + [atomic_launch(self.coo_row, self.coo_col, self.coo_data, self._dtype,
+                                         self._index_dtype)], False

@@ -14,6 +14,7 @@ import numpy as np
 
 from sparsegpu import convert, primitives
 from sparsegpu._kernels import KernelFile, blocks_for
+from sparsegpu.formats._fast_product import ALPHA, BETA, Launch, X, Y
 from sparsegpu.formats.ell import (
     RegularMatrix,
     csr_from_positions,
@@ -193,3 +194,15 @@ class JDS(RegularMatrix):
              x, y, alpha, beta),
         )
         return y
+
+    def _packed_launches(self) -> tuple[list[Launch], bool]:
+        m = self._shape[0]
+        if m == 0:
+            return [], False
+        kernel = JDS_KERNELS.function(f"jds_spmv<{{V}}, {{I}}, {self._fast_key()}>", self._dtype, self._index_dtype)
+        return [Launch(kernel, blocks_for(m, JDS_BLOCK), JDS_BLOCK,
+                       (self.jd_ptr, self.indices, self.data, self.perm, np.int64(m), np.int64(self.jd_ptr.size - 1),
+                        X, Y, ALPHA, BETA))], False
+
+    def _fast_key(self) -> str:
+        return "true" if JDS_CACHE_HINTS else "false"  # the kernel's CACHE_HINTS (JDS_CACHE_HINTS)

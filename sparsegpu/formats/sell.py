@@ -58,6 +58,7 @@ from sparsegpu._kernels import (
 )
 from sparsegpu.formats import _semiring
 from sparsegpu.formats._compressed import NULL_POINTER
+from sparsegpu.formats._fast_product import ALPHA, BETA, Launch, X, Y
 from sparsegpu.formats.ell import (
     RegularMatrix,
     csr_from_positions,
@@ -563,6 +564,29 @@ class SELL(RegularMatrix):
                (self.slice_ptr, self.indices, self.data, self.perm, np.int64(m), x, out,
                 NULL_POINTER if mask is None else mask, np.int32(complement)))
         return out
+
+    def _cached_plan(self, force_units: bool) -> LaunchPlan:
+        """:meth:`_launch_plan`, worked out once per matrix and ``force_units``."""
+        plan = self._cache.get(("launch", force_units))
+        if plan is None:
+            plan = self._cache[("launch", force_units)] = self._launch_plan(force_units)
+        return plan
+
+    def _packed_launches(self) -> tuple[list[Launch], bool]:
+        if self._shape[0] == 0:
+            return [], False
+        plan = self._cached_plan(self._fast_key())
+        launches = []
+        if plan.stage is not None:
+            n_hot = self.hot_cols.size
+            launches.append(Launch(plan.stage, blocks_for(n_hot, SELL_BLOCK), SELL_BLOCK,
+                                   (X, self.hot_cols, np.int64(n_hot), plan.hot_values)))
+        launches.append(Launch(plan.kernel, plan.blocks, plan.threads, (*plan.arrays, X, Y, ALPHA, BETA, *plan.scratch),
+                               shared=plan.shared))
+        return launches, False
+
+    def _fast_key(self) -> bool:
+        return SELL_FORCE_UNITS  # which kernel mode a direct layout runs
 
     def _forward(self, x: Any, y: Any, alpha: Any, beta: Any) -> Any:
         if self._backend == "cpu":
