@@ -62,7 +62,8 @@ def compress(sorted_major: Any, n_major: int, index_dtype: Any, xp: ModuleType) 
 
 
 def row_lengths(indptr: Any) -> Any:
-    """Entries per row, ``indptr[1:] - indptr[:-1]``.
+    """Entries per row, ``indptr[1:] - indptr[:-1]`` (on the GPU by a kernel built ahead of time,
+    :func:`sparsegpu.primitives.line_lengths`).
 
     Parameters
     ----------
@@ -91,7 +92,7 @@ def row_lengths(indptr: Any) -> Any:
     _validate.check_index_array("indptr", indptr)
     if indptr.size == 0:
         raise ValueError("indptr must have at least one entry")
-    return indptr[1:] - indptr[:-1]
+    return primitives.line_lengths(indptr, _xp_of(indptr))
 
 
 @dataclass(frozen=True)

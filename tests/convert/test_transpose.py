@@ -272,3 +272,20 @@ def test_csc_product_and_transposes_agree_with_scipy(rng):
     np.testing.assert_allclose((A @ cupy.asarray(x)).get(), S @ x, rtol=1e-12, atol=1e-12)
     B = A.to_csr()
     assert_bitwise((B.indptr, B.indices, B.data), (S.indptr, S.indices, S.data))
+
+
+# ---------------------------------------------------------------- line lengths (kernels/pointers.cu)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES + [np.uint32])
+@pytest.mark.parametrize("m", [0, 1, 257, 70_000])
+def test_line_lengths_are_the_pointer_differences(rng, backend, index_dtype, m):
+    indptr = np.concatenate([[0], np.cumsum(rng.integers(0, 9, size=m) * (rng.random(m) < 0.7))]).astype(index_dtype)
+    (device,) = on(backend, indptr)
+    if backend == "gpu":
+        poison_pool(8 * (m + 1))
+    got = primitives.line_lengths(device, xp_for(backend))
+    want = indptr[1:] - indptr[:-1]
+    assert to_numpy(got).dtype == want.dtype and np.array_equal(to_numpy(got), want)
+    assert to_numpy(convert.row_lengths(device)).tobytes() == want.tobytes()
