@@ -98,6 +98,13 @@ def transpose_compressed(indptr: Any, indices: Any, data: Any, n_minor: int) -> 
         old major index, then storage order. Bitwise :func:`sparsegpu.convert.swap_major`'s
         result on the device (whose sort is stable).
 
+    Raises
+    ------
+    TypeError
+        Arrays the kernels do not take (:func:`transposable_on_device` is False).
+    ValueError
+        ``data`` and ``indices`` of different lengths.
+
     Notes
     -----
     Entries are sorted by minor index with a stable least-significant-digit radix sort, 8 bits
@@ -115,6 +122,12 @@ def transpose_compressed(indptr: Any, indices: Any, data: Any, n_minor: int) -> 
     >>> p.tolist(), i.tolist(), d.tolist()
     ([0, 1, 3], [0, 0, 1], [1.0, 2.0, 3.0])
     """
+    if not transposable_on_device(indptr, indices, data, n_minor):
+        raise TypeError(f"transpose_compressed takes indptr and indices of one dtype, int32 or int64, holding every "
+                        f"position and minor index, and data of {', '.join(map(str, DATA_DTYPES))}; got indptr "
+                        f"{indptr.dtype}, indices {indices.dtype}, data {data.dtype}, n_minor {n_minor}")
+    if data.size != indices.size:
+        raise ValueError(f"data has {data.size} entries but indices {indices.size}")
     xp = _xp_of(indptr)
     gpu = xp is not np
     index_dt, nnz = indptr.dtype, int(indices.size)

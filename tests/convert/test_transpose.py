@@ -200,6 +200,10 @@ def test_arrays_the_kernels_do_not_take_stay_on_the_sort():
     assert not convert.transposable_on_device(indptr.astype(np.int16), indices.astype(np.int16), np.ones(2), 2)
     assert not convert.transposable_on_device(indptr.astype(np.int32), indices.astype(np.int32), np.ones(2), 2**31)
     assert convert.transposable_on_device(indptr, indices, np.ones(2, dtype=np.complex64), 2)
+    with pytest.raises(TypeError, match="indices int32"):
+        convert.transpose_compressed(indptr, indices.astype(np.int32), np.ones(2), 2)
+    with pytest.raises(ValueError, match="data has 3 entries"):
+        convert.transpose_compressed(indptr, indices, np.ones(3), 2)
 
 
 # ---------------------------------------------------------------- the kernels on the GPU
