@@ -300,11 +300,32 @@ def test_first_call_runs_each_format_in_a_fresh_process(tmp_path, capsys):
     for r in rows:
         assert r["status"] == "ok" and r["backend"] == backend and r["built_as"] == r["format"].upper()
         assert 0 < r["again_s"] and 0 < r["first_s"] < 600
+        first, again = r["first_compiled"], r["again_compiled"]
+        assert first["cupy_jit"] >= 0 and first["nvrtc"] == len(first["nvrtc_modules"])
+        assert again == {"cupy_jit": 0, "nvrtc": 0, "nvrtc_modules": []}, "the second call compiled something"
+        if backend == "cpu":
+            assert first == again
     assert first_call.first_calls(["no-such-format"], backend, rows=10)[0]["status"] == "error"
     assert cli.main(["--no-spmv", "--first-call", "--formats", "csr", "--backend", backend,
                      "--out", str(tmp_path)]) == 0
-    assert "First call on a fresh machine" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "First call on a fresh machine" in out and "cupy JIT" in out
     assert json.loads((tmp_path / "bench.json").read_text())["first_call"][0]["format"] == "csr"
+
+
+def test_first_call_table_shows_what_the_first_call_compiled():
+    from sparsegpu.bench import first_call
+
+    row = {"status": "ok", "format": "csc", "backend": "gpu", "import_s": 0.5, "first_s": 0.25, "again_s": 0.001,
+           "built_as": "CSC", "shipped_kernels": True,
+           "first_compiled": {"cupy_jit": 3, "nvrtc": 1, "nvrtc_modules": ["spmv_csr.cu:float64:int32"]},
+           "again_compiled": {"cupy_jit": 0, "nvrtc": 0, "nvrtc_modules": []}}
+    failed = {"status": "error", "format": "ell", "error": "RuntimeError: boom"}
+    header, line, error = first_call.format_first_calls([row, failed]).splitlines()
+    assert "compiled in first call" in header
+    assert line.startswith("csc") and "cupy JIT 3, nvrtc 1" in line and "nvrtc: spmv_csr.cu:float64:int32" in line
+    assert "0.250" in line and "shipped cubins, else NVRTC (CSC)" in line
+    assert error == "ell      failed: RuntimeError: boom"
 
 
 def test_advisor_table_names_the_advised_format_and_its_ratios(tmp_path):

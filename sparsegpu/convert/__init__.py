@@ -4,7 +4,9 @@ These are the building blocks of format conversion, built on :mod:`sparsegpu.pri
 
 - :func:`expand_pointers`: one major index per stored entry (a max-scan of row starts);
 - :func:`compress`: pointers from major indices (a histogram of the indices, then a scan);
-- :func:`swap_major`: CSR <-> CSC of the same matrix (which is also the transpose);
+- :func:`swap_major`: CSR <-> CSC of the same matrix (which is also the transpose); on the GPU
+  by :func:`transpose_compressed`, a stable radix sort by minor index in the kernels of
+  ``kernels/transpose.cu``;
 - :func:`coo_to_csr` / :func:`csr_to_coo`: coordinates <-> compressed rows (on the GPU with
   the kernels of ``kernels/convert.cu``: one inspection pass, pointers by binary search for
   sorted input, row-range partitions and a sort in shared memory for unsorted input);
@@ -15,7 +17,13 @@ Results are canonical (indices sorted within each row or column, duplicates summ
 order), so conversions are deterministic: bitwise the same run to run.
 """
 
-from sparsegpu.convert.coo import CooFacts, coo_to_csr, csr_to_coo, inspect_coo, inspect_csr_chunk
+from sparsegpu.convert.coo import (
+    CooFacts,
+    coo_to_csr,
+    csr_to_coo,
+    inspect_coo,
+    inspect_csr_chunk,
+)
 from sparsegpu.convert.coo_sort import (
     BLOCKS_PER_SM,
     CONVERT_BLOCK,
@@ -37,7 +45,11 @@ from sparsegpu.convert.pointers import (
     compress,
     row_length_stats,
     row_lengths,
+)
+from sparsegpu.convert.transpose import (
     swap_major,
+    transposable_on_device,
+    transpose_compressed,
 )
 from sparsegpu.primitives import expand_pointers
 
@@ -67,4 +79,6 @@ __all__ = [
     "row_length_stats",
     "row_lengths",
     "swap_major",
+    "transposable_on_device",
+    "transpose_compressed",
 ]

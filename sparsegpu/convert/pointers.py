@@ -1,4 +1,4 @@
-"""Pointer arrays: compression of major indices, CSR <-> CSC, and row-length statistics."""
+"""Pointer arrays: compression of major indices and row-length statistics."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import numpy as np
 
 from sparsegpu import _validate, primitives
 from sparsegpu._backend import is_device_array
-from sparsegpu.primitives import expand_pointers
 
 #: Quantiles :func:`row_length_stats` reports.
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.99)
@@ -62,43 +61,9 @@ def compress(sorted_major: Any, n_major: int, index_dtype: Any, xp: ModuleType) 
     return indptr
 
 
-def swap_major(indptr: Any, indices: Any, data: Any, n_minor: int, xp: ModuleType) -> tuple[Any, Any, Any]:
-    """CSR arrays of A to CSR arrays of A^T (equally: CSR <-> CSC of the same matrix).
-
-    Parameters
-    ----------
-    indptr, indices, data : ndarray
-        A valid compressed layout (not checked here), all NumPy or all CuPy.
-    n_minor : int
-        Columns of the CSR (rows of the CSC): the new major dimension.
-    xp : module
-        ``numpy`` or ``cupy``.
-
-    Returns
-    -------
-    (indptr, indices, data) : tuple of ndarray
-        The other orientation, ordered by (new major, new minor) through a sort on a unique
-        int64 key, so the result does not depend on the sort's stability.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> p, i, d = swap_major(np.array([0, 2, 3]), np.array([0, 1, 1]), np.array([1., 2., 3.]), 2, np)
-    >>> p.tolist(), i.tolist(), d.tolist()
-    ([0, 1, 3], [0, 0, 1], [1.0, 2.0, 3.0])
-    """
-    n_major = indptr.size - 1
-    major = expand_pointers(indptr, xp).astype(np.int64)
-    key = indices.astype(np.int64) * max(n_major, 1) + major
-    order = xp.argsort(key)
-    new_indices = major[order].astype(indptr.dtype)
-    new_data = data[order]
-    new_indptr = compress(indices[order], n_minor, indptr.dtype, xp)
-    return new_indptr, new_indices, new_data
-
-
 def row_lengths(indptr: Any) -> Any:
-    """Entries per row, ``indptr[1:] - indptr[:-1]``.
+    """Entries per row, ``indptr[1:] - indptr[:-1]`` (on the GPU by a kernel built ahead of time,
+    :func:`sparsegpu.primitives.line_lengths`).
 
     Parameters
     ----------
@@ -127,7 +92,7 @@ def row_lengths(indptr: Any) -> Any:
     _validate.check_index_array("indptr", indptr)
     if indptr.size == 0:
         raise ValueError("indptr must have at least one entry")
-    return indptr[1:] - indptr[:-1]
+    return primitives.line_lengths(indptr, _xp_of(indptr))
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from __future__ import annotations
 from sparsegpu.primitives._common import DTYPES, OPS
 from sparsegpu.primitives.dot import dot_scratch, vector_dot
 from sparsegpu.primitives.histogram import histogram
-from sparsegpu.primitives.pointers import expand_pointers
+from sparsegpu.primitives.pointers import expand_pointers, line_lengths
 from sparsegpu.primitives.reduce import reduce, segmented_reduce
 from sparsegpu.primitives.scan import (
     DETERMINISTIC_FLOAT_SCAN,
@@ -60,6 +60,7 @@ __all__ = [
     "expand_pointers",
     "histogram",
     "inclusive_scan",
+    "line_lengths",
     "ordered_scan_reference",
     "reduce",
     "segmented_reduce",

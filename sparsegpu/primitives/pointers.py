@@ -1,4 +1,5 @@
-"""Pointers to rows: the major index of every stored entry of a compressed layout."""
+"""Pointers to rows: the major index of every stored entry of a compressed layout, and the length
+of every line."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ POINTERS_BLOCK = 256  # kernels/pointers.cu POINTERS_BLOCK
 _INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 # Index-only kernel: the value type is a placeholder (int32), the index type is I.
 POINTER_KERNELS = KernelFile("pointers.cu", ["mark_row_starts<{I}>"], (np.int32,), _INDEX_DTYPES)
+LENGTH_KERNELS = KernelFile("pointers.cu", ["line_lengths<{I}>"], (np.int32,), _INDEX_DTYPES)
 
 
 def expand_pointers(indptr: Any, xp: ModuleType) -> Any:
@@ -59,3 +61,41 @@ def expand_pointers(indptr: Any, xp: ModuleType) -> Any:
     POINTER_KERNELS.function("mark_row_starts<{I}>", np.int32, work.dtype)(
         (blocks_for(n_major, POINTERS_BLOCK),), (POINTERS_BLOCK,), (work, np.int64(n_major), np.int64(nnz), marks))
     return inclusive_scan(marks, op="max").astype(indptr.dtype, copy=False)
+
+
+def line_lengths(indptr: Any, xp: ModuleType) -> Any:
+    """Entries of each major line (row of a CSR, column of a CSC): ``indptr[1:] - indptr[:-1]``.
+
+    Parameters
+    ----------
+    indptr : ndarray
+        1-D integer pointers with at least one entry. Not checked here.
+    xp : module
+        ``numpy`` or ``cupy``, the module of ``indptr``.
+
+    Returns
+    -------
+    ndarray
+        ``indptr.size - 1`` lengths in ``indptr``'s dtype, the same values as the difference of
+        the two slices.
+
+    Notes
+    -----
+    On the GPU one kernel, a thread per line (kernels/pointers.cu ``line_lengths``), built
+    ahead of time with the other kernels: no array expression for CuPy to compile on first use.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> line_lengths(np.array([0, 2, 2, 5]), np).tolist()
+    [2, 0, 3]
+    """
+    if xp is np or indptr.dtype not in _INDEX_DTYPES:
+        return indptr[1:] - indptr[:-1]
+    n_major = indptr.size - 1
+    work = xp.ascontiguousarray(indptr)
+    lengths = xp.empty(n_major, dtype=indptr.dtype)
+    if n_major:
+        LENGTH_KERNELS.function("line_lengths<{I}>", np.int32, work.dtype)(
+            (blocks_for(n_major, POINTERS_BLOCK),), (POINTERS_BLOCK,), (work, np.int64(n_major), lengths))
+    return lengths
