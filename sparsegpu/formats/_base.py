@@ -386,6 +386,12 @@ class SparseMatrix(VectorProductsMixin, ArithmeticMixin):
         if x_on_device:
             import cupy
 
+            # The kernels read x and write y as contiguous vectors: a strided view is copied in
+            # (x) or computed apart and copied back (y).
+            x = cupy.ascontiguousarray(x)
+            if y is not None and not y.flags.c_contiguous:
+                y[...] = self._spmv(x, cupy.ascontiguousarray(y), alpha, beta, transpose)
+                return y
             out = cupy.empty(m, dtype) if y is None else y
             result = self._spmv(x, out, alpha, beta, transpose)
             if not transpose:  # the checks passed: later calls like this one may skip them
@@ -400,7 +406,7 @@ class SparseMatrix(VectorProductsMixin, ArithmeticMixin):
         result = self._spmv(cupy.asarray(x), device_y, alpha, beta, transpose)
         if y is None:
             return result.get()
-        result.get(out=y)
+        y[...] = result.get()
         return y
 
     def _host_product(self, x: np.ndarray, y: np.ndarray | None, alpha: Any, beta: Any, transpose: bool) -> np.ndarray:

@@ -31,7 +31,7 @@ from sparsegpu.formats._base import (
     to_backend,
 )
 from sparsegpu.formats._fast_product import ALPHA, BETA, Launch, Scratch, X, Y
-from sparsegpu.primitives import dot_scratch
+from sparsegpu.primitives import dot_scratch, reduce
 
 THREADS_PER_ROW = (1, 2, 4, 8, 16, 32)
 ROWS_BLOCK = 256  # kernels/spmv_csr.cu ROWS_BLOCK
@@ -110,10 +110,12 @@ def make_gather_plan(indptr: Any, dtype: np.dtype, tpr: int | None = None) -> Ga
     )
     if n_major == 0:
         return plan
-    lengths = cupy.diff(indptr)
-    long_rows = cupy.flatnonzero(lengths > limit).astype(indptr.dtype)
-    if long_rows.size == 0:
+    # Kernels built ahead of time decide the common case (no long row), so a first product
+    # compiles nothing; the long rows' bookkeeping below runs only where some row is long.
+    lengths = convert.row_lengths(indptr)
+    if int(reduce(lengths, "max")) <= limit:
         return plan
+    long_rows = cupy.flatnonzero(lengths > limit).astype(indptr.dtype)
     chunks_per_row = (lengths[long_rows] + (LONG_CHUNK - 1)) // LONG_CHUNK
     chunk_first = cupy.zeros(long_rows.size + 1, dtype=indptr.dtype)
     cupy.cumsum(chunks_per_row, out=chunk_first[1:])

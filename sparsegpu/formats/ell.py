@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from sparsegpu import _validate, convert
+from sparsegpu import _validate, convert, primitives
 from sparsegpu._backend import Backend, deterministic, resolve_backend
 from sparsegpu._kernels import KernelFile, blocks_for, device_properties
 from sparsegpu.formats import _semiring
@@ -291,10 +291,8 @@ class ELL(RegularMatrix):
     @classmethod
     def _from_csr(cls, csr: Any, max_fill: float | None = DEFAULT_MAX_FILL, **params: Any) -> ELL:
         reject_params(cls, params)
-        xp = csr._xp
         m, _ = csr.shape
-        lengths = xp.diff(csr.indptr)
-        width = int(lengths.max()) if m else 0
+        width = int(primitives.reduce(convert.row_lengths(csr.indptr), "max")) if m else 0
         check_fill(m, width, csr.nnz, max_fill)
         slots_fit(csr, width * m, f"ELL of {m} rows x {width} slots")
         indices, data = fill_slots(csr, reference.LAYOUT_ELL, width * m, width=width)

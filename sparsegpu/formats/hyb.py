@@ -195,7 +195,7 @@ class HYB(RegularMatrix):
         m, _ = csr.shape
         longest = None  # unknown for a given width
         if width is None:
-            counts = length_counts(xp.diff(csr.indptr), xp)
+            counts = length_counts(convert.row_lengths(csr.indptr), xp)
             width = width_for_counts(counts, csr.dtype, csr.index_dtype) if counts.size else 0
             longest = counts.size - 1
         width = int_at_least("width", width, 0)

@@ -83,7 +83,7 @@ def sorted_by_length(csr: Any, window: int, longest: int | None = None) -> Any:
                 np.int64(window), perm)
         return perm
     if longest is None:
-        longest = int(primitives.reduce(xp.diff(csr.indptr), "max"))
+        longest = int(primitives.reduce(convert.row_lengths(csr.indptr), "max"))
     if longest == 0:
         return xp.arange(m, dtype=index_dtype)
     bits = longest.bit_length()
@@ -163,7 +163,7 @@ class JDS(RegularMatrix):
         reject_params(cls, params)
         xp = csr._xp
         m, _ = csr.shape
-        longest = int(primitives.reduce(xp.diff(csr.indptr), "max")) if m else 0
+        longest = int(primitives.reduce(convert.row_lengths(csr.indptr), "max")) if m else 0
         perm = sorted_by_length(csr, m, longest)
         # Diagonal d holds one entry of each row longer than d: counted from the sorted lengths
         # in one pass (a rank writes the diagonals it is the last row of), then scanned.

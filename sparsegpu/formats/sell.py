@@ -48,7 +48,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sparsegpu import primitives
+from sparsegpu import convert, primitives
 from sparsegpu._backend import array_module, backend_of
 from sparsegpu._kernels import (
     KernelFile,
@@ -173,7 +173,7 @@ def slice_sizes(slice_ptr: Any) -> tuple[int, int]:
     xp = array_module(backend_of(slice_ptr))
     if slice_ptr.size < 2:
         return int(slice_ptr[-1]), 0
-    both = xp.stack((slice_ptr[-1], primitives.reduce(xp.diff(slice_ptr), "max")))
+    both = xp.stack((slice_ptr[-1], primitives.reduce(convert.row_lengths(slice_ptr), "max")))
     n_slots, widest = both.tolist()
     return int(n_slots), int(widest)
 

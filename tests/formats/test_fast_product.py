@@ -554,3 +554,31 @@ def test_sell_staged_hot_columns(many, rng, monkeypatch):
     check_fast_against_general(A, rng, monkeypatch)
     fast = A._cache[(_fast_product.FAST, A._fast_key())]
     assert len(fast.packed.records) == 2 and fast.packed.shapes[-1][2] == A.hot * 8
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fmt,params", FORMATS, ids=FORMAT_IDS)
+def test_strided_x_and_y_are_read_and_written_as_views(fmt, params, rng):
+    """Every other entry of a bigger array as x, and as y (beta reads it): the product equals
+    SciPy's, and y's neighbours in memory stay poisoned. Also after the fast path accepted
+    contiguous vectors, and for the transpose."""
+    import cupy
+
+    S = random_matrix(rng)
+    A = build(S, fmt, params, np.float64, np.int32)
+    m, n = S.shape
+    A @ cupy.asarray(rng.standard_normal(n))  # a contiguous x accepted first
+    for transpose in (False, True):
+        op, Sop = (A.T, S.T) if transpose else (A, S)
+        rows, cols = Sop.shape
+        x_host = rng.standard_normal(cols)
+        x_big = cupy.asarray(np.repeat(x_host, 2) * np.tile([1.0, np.inf], cols))
+        x = x_big[::2]
+        y0 = rng.standard_normal(rows)
+        y_big = cupy.full(2 * rows, np.nan)
+        y_big[::2] = cupy.asarray(y0)
+        y = y_big[::2]
+        np.testing.assert_allclose((op @ x).get(), Sop @ x_host, rtol=1e-12, atol=1e-12)
+        assert op.spmv(x, y, 2.0, -0.5) is y
+        np.testing.assert_allclose(y.get(), 2 * (Sop @ x_host) - 0.5 * y0, rtol=1e-12, atol=1e-12)
+        assert np.isnan(y_big[1::2].get()).all()
