@@ -23,8 +23,10 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture
 def rng(request) -> np.random.Generator:
-    """A freshly seeded generator; the seed is in the test's report if it fails."""
-    seed = int.from_bytes(os.urandom(4), "little")
+    """A freshly seeded generator; the seed is in the test's report if it fails, and
+    ``SPARSEGPU_TEST_SEED=<seed>`` replays it."""
+    replay = os.environ.get("SPARSEGPU_TEST_SEED")
+    seed = int(replay) if replay else int.from_bytes(os.urandom(4), "little")
     request.node.user_properties.append(("seed", seed))
     print(f"random seed: {seed}")
     return np.random.default_rng(seed)
