@@ -310,7 +310,10 @@ class SparseMatrix(VectorProductsMixin, ArithmeticMixin):
 
         Each entry of A is read once for many columns of X (details: the module
         ``sparsegpu.formats._spmm``); bitwise reproducible run to run. ``A @ X`` is
-        ``A.spmm(X)``; ``A.T @ X`` the transposed product.
+        ``A.spmm(X)``; ``A.T @ X`` and ``A.T.spmm(X, Y, alpha, beta)`` the transposed product.
+        On the GPU, a column-major ``X`` on a matrix whose columns scatter (a power-law graph)
+        is first copied into a row-major scratch of n x k values (plus m x k for a ``Y``
+        without unit column stride), which the faster row-major kernels then read.
 
         Parameters
         ----------
@@ -353,6 +356,8 @@ class SparseMatrix(VectorProductsMixin, ArithmeticMixin):
         (True, [[17.0, 23.0], [13.0, 19.0]])
         >>> (A.T @ np.ones((2, 1))).ravel().tolist()
         [1.0, 3.0, 2.0]
+        >>> A.T.spmm(np.ones((2, 1)), np.ones((3, 1)), beta=-1.0).ravel().tolist()
+        [0.0, 2.0, 1.0]
         """
         return _spmm.spmm(self, X, Y, alpha, beta, transpose=False)
 
@@ -532,7 +537,7 @@ def _check_operand_ndim(x: Any) -> None:
 class TransposedOperator:
     """``A.T``: the operator x -> A^T x over A's own storage.
 
-    It supports ``@``, :meth:`spmv` (with ``y``, ``alpha`` and ``beta``), ``shape``, ``dtype``,
+    It supports ``@``, :meth:`spmv` and :meth:`spmm` (with ``y``/``Y``, ``alpha`` and ``beta``), ``shape``, ``dtype``,
     ``nnz``, :meth:`to_scipy`, and ``.T`` (back to ``A``). Products follow the rules of
     :meth:`SparseMatrix.spmv`.
 
@@ -572,6 +577,10 @@ class TransposedOperator:
     def spmv(self, x: Any, y: Any = None, alpha: Any = 1, beta: Any = 0) -> Any:
         """``alpha * A^T @ x + beta * y``; arguments as for :meth:`SparseMatrix.spmv`."""
         return self._base._product(x, y, alpha, beta, transpose=True)
+
+    def spmm(self, X: Any, Y: Any = None, alpha: Any = 1, beta: Any = 0) -> Any:
+        """``alpha * A^T @ X + beta * Y``; arguments as for :meth:`SparseMatrix.spmm`."""
+        return _spmm.spmm(self._base, X, Y, alpha, beta, transpose=True)
 
     def __matmul__(self, x: Any) -> Any:
         if sp.issparse(x) or isinstance(x, (SparseMatrix, TransposedOperator)):

@@ -250,6 +250,20 @@ def test_y_order_is_kept(rng, backend):
     np.testing.assert_allclose(to_numpy(Y), S @ to_numpy(X), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("fmt", ["csr", "csc", "sell"])
+def test_transposed_spmm_with_alpha_and_beta(rng, backend, fmt):
+    S = random_sparse(rng, 50, 35, 0.12)
+    A = sparsegpu.from_scipy(S, format=fmt, backend=backend)
+    xp = xp_for(backend)
+    X = rng.standard_normal((50, 5))
+    Y0 = rng.standard_normal((35, 5))
+    Y = xp.asarray(np.asfortranarray(Y0))
+    assert A.T.spmm(xp.asarray(X), Y, alpha=2.0, beta=-0.5) is Y and Y.flags.f_contiguous
+    np.testing.assert_allclose(to_numpy(Y), 2 * (S.T @ X) - 0.5 * Y0, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="beta"):
+        A.T.spmm(xp.asarray(X), beta=1.0)
+
+
 def test_sparse_operands_go_to_spgemm(backend, rng):
     S = random_sparse(rng, 5, 5, 0.5)
     A = sparsegpu.from_scipy(S, backend=backend)
