@@ -196,7 +196,11 @@ def test_gpu_dijkstra_matches_scipy(rng):
             assert_close(dist, expected)
             weights = S if not unweighted else _unit(S)
             for row, source in enumerate(sources.tolist()):
-                assert_shortest_path_tree(weights, source, expected[row], preds[row].get(), directed)
+                try:
+                    assert_shortest_path_tree(weights, source, expected[row], preds[row].get(), directed)
+                except AssertionError as error:  # name the case: the graphs come from the seed
+                    raise AssertionError(f"{name}, directed={directed}, unweighted={unweighted}, "
+                                         f"source {source}: {error}") from error
         host = csgraph.dijkstra(S, indices=sources, backend="gpu")
         assert isinstance(host, np.ndarray)
         assert_close(host, scipy_csgraph.dijkstra(S, indices=sources))
