@@ -22,11 +22,9 @@ from tests.formats.spgemm_cases import (
     IDS,
     PREDEFINED,
     SMALL_PRODUCTS,
-    EmulatedKernels,  # noqa: F401 (test_spgemm_bench.py imports it from here)
     assert_same_pattern_and_values,
     check_against_oracle,
     dense_oracle,
-    dense_rows_operands,  # noqa: F401 (test_spgemm_bench.py imports it from here)
     every_bin_operands,
     random_csr,
     real_square_product,

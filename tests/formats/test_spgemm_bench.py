@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from sparsegpu import datasets, primitives
 from sparsegpu.bench import spgemm as bench
 from sparsegpu.formats import _spgemm_device as _spgemm
+from tests.formats.spgemm_cases import EmulatedKernels, dense_rows_operands
 
 
 def test_a_failing_product_is_reported_and_the_run_goes_on(rng, monkeypatch):
@@ -41,8 +42,6 @@ def test_profile_script_times_every_phase_and_restores_the_driver(rng):
     spec = importlib.util.spec_from_file_location("profile_spgemm", path)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    from tests.formats.test_spgemm import EmulatedKernels, dense_rows_operands
-
     S, T = dense_rows_operands(rng, 60, 4)
     S.data[::3] = 0.0
     originals = (_spgemm._Device.rows, _spgemm._allocate, _spgemm.to_host, primitives.exclusive_scan,
