@@ -62,7 +62,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-spmv", action="store_true", help="skip the SpMV comparison")
     parser.add_argument("--primitives", action="store_true", help="scan, reduce, histogram vs the array library's")
     parser.add_argument("--cg", action="store_true", help="CG per iteration vs cupyx and SciPy (2-D Poisson)")
-    parser.add_argument("--python-overhead", action="store_true", help="host cost of one A @ x and one A.spmv(x, y) call per format, 1000-row matrix, vs cupyx")
+    parser.add_argument("--python-overhead", action="store_true", help="host cost of one A @ x and one "
+                        "A.spmv(x, y) call per format, 1000-row matrix, vs cupyx")
     parser.add_argument("--first-call", action="store_true", help="per format, from_scipy + A @ x in a fresh process "
                         "with empty kernel caches (a fresh machine's first call), and the same call again")
     parser.add_argument("--transfer", action="store_true", help="streamed upload (pinned, pageable) vs cupyx and the "
