@@ -23,37 +23,24 @@ import numpy as np
 
 from sparsegpu._kernels import PackedLaunch
 from sparsegpu.formats._compressed import ROWS_BLOCK
+from sparsegpu.formats._fast_product import (
+    SCALAR_TYPES,
+    VALUE_TYPES,
+    address,
+    set_scalar,
+)
 
-#: ctypes storage of a kernel parameter of each value dtype (complex: a (real, imag) pair).
-VALUE_TYPES = {
-    np.dtype(np.float32): ctypes.c_float,
-    np.dtype(np.float64): ctypes.c_double,
-    np.dtype(np.complex64): ctypes.c_float * 2,
-    np.dtype(np.complex128): ctypes.c_double * 2,
-}
-INDEX_TYPES = {np.dtype(np.int32): ctypes.c_int32, np.dtype(np.int64): ctypes.c_int64}
 #: ``csr_spmv_rows`` parameters: indptr, indices, data, x, y, alpha, beta, n_rows, long_row,
 #: w, dot, partials, counter (the last four null: no dot epilogue).
 X_ARGUMENT, Y_ARGUMENT = 3, 4
 
 
 def rows_parameters(value_dtype: Any, index_dtype: Any) -> list[type]:
-    """The ctypes type of each ``csr_spmv_rows`` parameter, in order."""
+    """The ctypes type of each ``csr_spmv_rows`` parameter, in order (values and scalars as
+    :mod:`sparsegpu.formats._fast_product` packs them)."""
     pointer = ctypes.c_uint64
-    value, index = VALUE_TYPES[np.dtype(value_dtype)], INDEX_TYPES[np.dtype(index_dtype)]
+    value, index = VALUE_TYPES[np.dtype(value_dtype)], SCALAR_TYPES[np.dtype(index_dtype)]
     return [pointer] * 5 + [value, value, index, index] + [pointer] * 4
-
-
-def device_pointer(a: Any) -> int:
-    """A CuPy array's device address."""
-    return a.data.ptr
-
-
-def _set_value(argument: Any, number: float) -> None:
-    if isinstance(argument, ctypes.Array):  # complex: (real, imag)
-        argument[0], argument[1] = number, 0.0
-    else:
-        argument.value = number
 
 
 def packed_rows_launch(plan: Any, indptr_pointer: int, indices_pointer: int, data_pointer: int, value_dtype: Any,
@@ -65,8 +52,8 @@ def packed_rows_launch(plan: Any, indptr_pointer: int, indices_pointer: int, dat
     arguments = launch.arguments
     for position, pointer in enumerate((indptr_pointer, indices_pointer, data_pointer)):
         arguments[position].value = int(pointer)
-    _set_value(arguments[5], 1.0)  # alpha
-    _set_value(arguments[6], 0.0)  # beta
+    set_scalar(arguments[5], 1.0)  # alpha
+    set_scalar(arguments[6], 0.0)  # beta
     arguments[7].value = int(plan.n_major)
     arguments[8].value = int(plan.long_row_scalar)
     return launch
@@ -82,7 +69,7 @@ class PackedRuns:
         self.launches: list[tuple[PackedLaunch, int, int]] = []
 
     def add(self, plan: Any, indptr: Any, indices: Any, data: Any, at: int, first: int,
-            pointer: Any = device_pointer) -> None:
+            pointer: Any = address) -> None:
         """Add the run of the CSR ``(indptr, indices, data)`` whose rows start at row ``at`` and
         write y from row ``first``; ``plan``: the run's gather plan (its ``rows_grid`` rows),
         ``pointer``: an array's address (device arrays by default)."""

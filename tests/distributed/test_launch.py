@@ -31,8 +31,8 @@ def view(address: int, dtype, count: int) -> np.ndarray:
 
 
 def scalar(argument, dtype):
-    if isinstance(argument, ctypes.Array):
-        return np.dtype(dtype).type(complex(argument[0], argument[1]))
+    if isinstance(argument, ctypes.Structure):  # complex: (re, im)
+        return np.dtype(dtype).type(complex(argument.re, argument.im))
     return np.dtype(dtype).type(argument.value)
 
 
@@ -108,6 +108,7 @@ def test_arguments_set_once():
     assert len(launch.arguments) == len(rows_parameters(np.complex64, np.int64)) == 13
     values = [launch.arguments[k].value for k in (0, 1, 2, 3, 4, 7, 8)]
     assert values == [1000, 2000, 3000, 0, 0, 5, 128]
-    assert list(launch.arguments[5]) == [1.0, 0.0] and list(launch.arguments[6]) == [0.0, 0.0]
+    alpha, beta = launch.arguments[5], launch.arguments[6]
+    assert (alpha.re, alpha.im) == (1.0, 0.0) and (beta.re, beta.im) == (0.0, 0.0)
     with pytest.raises(KeyError):
         rows_parameters(np.int32, np.int32)
